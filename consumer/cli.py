@@ -1,0 +1,140 @@
+"""``kgm``: the project's command line.
+
+``kgm broker start [--detach]``, ``kgm broker status``, ``kgm broker stop`` manage the local
+Kafka broker of :mod:`consumer.testing.broker`; ``kgm demo`` runs the README's main job.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from consumer.testing import broker as broker_mod
+
+
+def _broker_start(args: argparse.Namespace) -> int:
+    running = broker_mod.read_broker_state()
+    if running is not None:
+        print(f"bootstrap.servers={running.bootstrap_servers}")
+        print(f"(already running, pid {running.pid})", file=sys.stderr)
+        return 0
+    overrides = dict(_parse_override(item) for item in args.override or ())
+    broker = broker_mod.LocalBroker(
+        kafka_version=args.kafka_version,
+        overrides=overrides,
+        port=args.port,
+        bind_to_parent=not args.detach,
+    )
+    if args.detach:
+        # A detached broker keeps its run folder: ``kgm broker stop`` removes it.
+        import tempfile
+        from pathlib import Path
+
+        broker.run_dir = Path(tempfile.mkdtemp(prefix="kgm-broker-"))
+    broker.start()
+    if args.detach:
+        broker_mod.write_broker_state(broker)
+        print(f"bootstrap.servers={broker.bootstrap_servers}", flush=True)
+        return 0
+    print(f"bootstrap.servers={broker.bootstrap_servers}", flush=True)
+    print("broker running in the foreground; Ctrl-C stops it", file=sys.stderr, flush=True)
+    try:
+        assert broker.process is not None
+        broker.process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        broker.stop()
+    return 0
+
+
+def _parse_override(item: str) -> tuple[str, str]:
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise SystemExit(f"--override takes KEY=VALUE, got {item!r}")
+    return key, value
+
+
+def _broker_status(_: argparse.Namespace) -> int:
+    state = broker_mod.read_broker_state()
+    if state is None:
+        print(
+            "no local broker is running (start one with: kgm broker start --detach)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"bootstrap.servers={state.bootstrap_servers}")
+    return 0
+
+
+def _broker_stop(_: argparse.Namespace) -> int:
+    state = broker_mod.stop_detached_broker()
+    if state is None:
+        print("no local broker was running", file=sys.stderr)
+        return 0
+    print(f"stopped the broker at {state.bootstrap_servers} (pid {state.pid})")
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from consumer.demo import run_demo
+
+    return run_demo(bootstrap_servers=args.bootstrap_servers)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``kgm``."""
+    parser = argparse.ArgumentParser(prog="kgm", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    broker = commands.add_parser("broker", help="manage the local Kafka broker")
+    broker_commands = broker.add_subparsers(dest="broker_command", required=True)
+    start = broker_commands.add_parser("start", help="start a broker on a free loopback port")
+    start.add_argument("--detach", action="store_true", help="leave it running in the background")
+    start.add_argument("--port", type=int, default=0, help="PLAINTEXT port (default: a free one)")
+    start.add_argument(
+        "--kafka-version",
+        default=None,
+        help=f"Apache Kafka 4.x release (default: $KAFKA_VERSION or "
+        f"{broker_mod.DEFAULT_KAFKA_VERSION})",
+    )
+    start.add_argument(
+        "--override",
+        action="append",
+        metavar="KEY=VALUE",
+        help="extra server.properties entry (repeatable)",
+    )
+    start.set_defaults(handler=_broker_start)
+    status = broker_commands.add_parser("status", help="print the running broker's address")
+    status.set_defaults(handler=_broker_status)
+    stop = broker_commands.add_parser("stop", help="stop the detached broker")
+    stop.set_defaults(handler=_broker_stop)
+
+    demo = commands.add_parser("demo", help="start the local broker and show a group converging")
+    demo.add_argument(
+        "--bootstrap-servers",
+        default=None,
+        help="use this cluster instead of starting a local broker",
+    )
+    demo.set_defaults(handler=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``kgm`` console script."""
+    args = build_parser().parse_args(argv)
+    if getattr(args, "kafka_version", "unset") is None:
+        import os
+
+        args.kafka_version = os.environ.get("KAFKA_VERSION") or broker_mod.DEFAULT_KAFKA_VERSION
+    try:
+        code: int = args.handler(args)
+    except broker_mod.BrokerStartError as exc:
+        print(f"kgm: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

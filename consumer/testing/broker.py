@@ -1,0 +1,554 @@
+"""A real Apache Kafka 4.x broker on loopback, built from Maven Central jars.
+
+This is the embedded default of the examples and the backend of every integration test: a
+single KRaft node (broker + controller) started with ``java kafka.Kafka``, no Docker, no
+tarball. The jars are resolved once per machine and Kafka version with Maven
+(``consumer/testing/kafka-pom.xml`` and ``mvn dependency:copy-dependencies``) into a per-user
+cache; storage is always formatted with ``kafka.tools.StorageTool`` (a hand-written
+``meta.properties`` leaves ``group.version=0`` and breaks the consumer protocol).
+
+Typical use::
+
+    with LocalBroker() as broker:
+        print(broker.bootstrap_servers)   # "127.0.0.1:PORT"
+
+The broker is ready only when a real ApiVersions call lists ConsumerGroupHeartbeat (API key 68).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import ctypes
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from consumer.testing._probe import probe_api_keys
+
+__all__ = [
+    "DEFAULT_KAFKA_VERSION",
+    "BrokerStartError",
+    "LocalBroker",
+    "broker_state_path",
+    "cache_dir",
+    "fast_group_settings",
+    "read_broker_state",
+    "resolve_kafka_jars",
+    "stop_detached_broker",
+    "wait_for_pid_exit",
+    "write_broker_state",
+]
+
+#: Newest Apache Kafka release whose jars all resolve from Maven Central. 4.4.0 is listed there
+#: but incomplete (``kafka-tools-api:4.4.0`` is missing), so the default stays on 4.3.1.
+DEFAULT_KAFKA_VERSION = "4.3.1"
+
+CONSUMER_GROUP_HEARTBEAT_KEY = 68
+
+# log4j2 version each Kafka line pulls through kafka-server (checked with mvn dependency:tree);
+# the SLF4J binding must match it.
+_LOG4J_BY_KAFKA_LINE = {
+    "3": "2.24.3",  # 3.x brokers log through log4j 1; with this binding they still start
+    "4.0": "2.24.3",
+    "4.1": "2.24.3",
+    "4.2": "2.25.3",
+    "4.3": "2.25.4",
+}
+_NEWEST_LOG4J = "2.25.4"
+
+_POM_PATH = Path(__file__).with_name("kafka-pom.xml")
+
+_LOG4J2_PROPERTIES = """\
+property.logdir = ${sys:kafka.logs.dir:-.}
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = ${logdir}/server.log
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = WARN
+rootLogger.appenderRef.file.ref = FILE
+logger.raftserver.name = kafka.server.KafkaRaftServer
+logger.raftserver.level = INFO
+logger.groupcoordinator.name = org.apache.kafka.coordinator.group
+logger.groupcoordinator.level = INFO
+"""
+
+_JVM_FLAGS = (
+    "-Xms128m",
+    "-Xmx512m",
+    "-XX:+UseSerialGC",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+)
+_TOOL_JVM_FLAGS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+
+
+class BrokerStartError(RuntimeError):
+    """The local broker could not be resolved, formatted or started; the message says why."""
+
+
+def fast_group_settings() -> dict[str, str]:
+    """Broker settings that make consumer-group tests fast (500 ms heartbeats, 6 s sessions)."""
+    return {
+        "group.consumer.heartbeat.interval.ms": "500",
+        "group.consumer.min.heartbeat.interval.ms": "100",
+        "group.consumer.session.timeout.ms": "6000",
+        "group.consumer.min.session.timeout.ms": "1000",
+        # Kafka 4.3 batches target-assignment updates (default 1000 ms); tests want them at once.
+        "group.consumer.assignment.interval.ms": "0",
+        "group.consumer.min.assignment.interval.ms": "0",
+        "group.min.session.timeout.ms": "1000",
+        "group.initial.rebalance.delay.ms": "0",
+        "group.share.heartbeat.interval.ms": "500",
+        "group.share.min.heartbeat.interval.ms": "100",
+        "group.share.session.timeout.ms": "6000",
+        "group.share.min.session.timeout.ms": "1000",
+    }
+
+
+def cache_dir() -> Path:
+    """Per-user cache for jars and the detached broker's state (``KGM_CACHE_DIR`` overrides)."""
+    override = os.environ.get("KGM_CACHE_DIR")
+    if override:
+        return Path(override)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "kafka-group-member"
+
+
+def _log4j_version_for(kafka_version: str) -> str:
+    parts = kafka_version.split(".")
+    if parts[0] == "3":
+        return _LOG4J_BY_KAFKA_LINE["3"]
+    return _LOG4J_BY_KAFKA_LINE.get(".".join(parts[:2]), _NEWEST_LOG4J)
+
+
+def _check_kafka_version(kafka_version: str, allow_legacy: bool = False) -> None:
+    parts = kafka_version.split(".")
+    majors = ("3", "4") if allow_legacy else ("4",)
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]) or parts[0] not in majors:
+        raise BrokerStartError(
+            f"KAFKA_VERSION={kafka_version!r} is not supported: the consumer group protocol "
+            "(KIP-848) needs an Apache Kafka 4.x release, e.g. 4.3.1"
+        )
+
+
+def resolve_kafka_jars(
+    kafka_version: str | None = None, *, quiet: bool = True, allow_legacy: bool = False
+) -> Path:
+    """Return a folder holding every jar of Kafka ``kafka_version``, downloading it once.
+
+    ``allow_legacy`` admits 3.x releases, which lack the consumer group protocol; the project
+    uses them only to prove that such brokers are refused with a clear error.
+
+    Resolution runs ``mvn dependency:copy-dependencies`` against Maven Central into a
+    temporary folder which is renamed into the cache only when complete, so an interrupted
+    download is never mistaken for a finished one.
+    """
+    version = kafka_version or os.environ.get("KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
+    _check_kafka_version(version, allow_legacy)
+    lib_dir = cache_dir() / f"kafka-{version}" / "lib"
+    marker = lib_dir / ".complete"
+    if marker.exists():
+        return lib_dir
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise BrokerStartError("Maven ('mvn') is not on PATH; it is needed to fetch the Kafka jars")
+    lib_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="lib-", dir=lib_dir.parent))
+    command = [
+        mvn,
+        "-B",
+        *(["-q"] if quiet else []),
+        "-f",
+        str(_POM_PATH),
+        "dependency:copy-dependencies",
+        f"-Dkafka.version={version}",
+        f"-Dlog4j2.version={_log4j_version_for(version)}",
+        f"-DoutputDirectory={staging}",
+        "-DincludeScope=runtime",
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0 or not any(staging.glob(f"kafka_2.13-{version}.jar")):
+        shutil.rmtree(staging, ignore_errors=True)
+        tail = (result.stdout + result.stderr).strip().splitlines()[-15:]
+        raise BrokerStartError(
+            f"could not resolve Apache Kafka {version} from Maven Central:\n" + "\n".join(tail)
+        )
+    (staging / ".complete").write_text(version)
+    if lib_dir.exists():  # another process won the race; keep its copy
+        shutil.rmtree(staging, ignore_errors=True)
+    else:
+        staging.rename(lib_dir)
+    return lib_dir
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+
+
+def _kill_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask Linux to SIGKILL the broker if the process that started it dies (crashed pytest)."""
+    pr_set_pdeathsig = 1
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+    os.setsid()
+
+
+def _detach() -> None:  # pragma: no cover - runs in the child between fork and exec
+    os.setsid()
+
+
+@dataclass
+class LocalBroker:
+    """One Kafka node (broker + KRaft controller) on 127.0.0.1.
+
+    ``overrides`` are added to (and win over) the generated ``server.properties``.
+    ``format_features`` are passed to the storage formatter as ``--feature NAME=LEVEL``
+    (``{"group.version": "0"}`` gives a broker without the consumer group protocol, as before 4.0).
+    ``allow_legacy_version`` admits a 3.x ``kafka_version`` (compatibility tests only).
+    ``bind_to_parent`` makes the kernel kill the broker when this process dies, which is what
+    a test session wants; ``kgm broker start --detach`` turns it off.
+    """
+
+    kafka_version: str = field(
+        default_factory=lambda: os.environ.get("KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
+    )
+    overrides: Mapping[str, str] = field(default_factory=dict)
+    run_dir: Path | None = None
+    ready_timeout_s: float = 90.0
+    stop_timeout_s: float = 15.0
+    bind_to_parent: bool = True
+    require_consumer_protocol: bool = True
+    format_features: Mapping[str, str] = field(default_factory=dict)
+    allow_legacy_version: bool = False
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
+    _owns_run_dir: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``127.0.0.1:PORT`` of the PLAINTEXT listener."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        """The broker's ``server.log`` (log4j2)."""
+        assert self.run_dir is not None
+        return self.run_dir / "logs" / "server.log"
+
+    def server_properties(self, controller_port: int) -> dict[str, str]:
+        """The full ``server.properties`` this broker starts with."""
+        assert self.run_dir is not None
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "controller.listener.names": "CONTROLLER",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.run_dir / "data"),
+            "offsets.topic.replication.factor": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "transaction.state.log.num.partitions": "1",
+            "share.coordinator.state.topic.replication.factor": "1",
+            "share.coordinator.state.topic.min.isr": "1",
+            "share.coordinator.state.topic.num.partitions": "1",
+            "num.partitions": "1",
+            "default.replication.factor": "1",
+            "min.insync.replicas": "1",
+            "auto.create.topics.enable": "true",
+            "log.cleaner.dedupe.buffer.size": "2097152",
+            "num.network.threads": "2",
+            "num.io.threads": "2",
+            "background.threads": "2",
+            "group.coordinator.threads": "1",
+            **fast_group_settings(),
+        }
+        props.update(self.overrides)
+        return props
+
+    def start(self) -> LocalBroker:
+        """Resolve jars, format storage, start the JVM and wait until key 68 is advertised."""
+        lib_dir = resolve_kafka_jars(self.kafka_version, allow_legacy=self.allow_legacy_version)
+        if self.run_dir is None:
+            self.run_dir = Path(tempfile.mkdtemp(prefix="kgm-broker-"))
+            self._owns_run_dir = True
+        (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        if not self.port:
+            self.port = _free_port()
+        controller_port = _free_port()
+        props_path = self.run_dir / "server.properties"
+        props_path.write_text(
+            "".join(f"{k}={v}\n" for k, v in self.server_properties(controller_port).items())
+        )
+        log4j_path = self.run_dir / "log4j2.properties"
+        log4j_path.write_text(_LOG4J2_PROPERTIES)
+        classpath = str(lib_dir / "*")
+        log_opts = (
+            f"-Dlog4j2.configurationFile={log4j_path}",
+            f"-Dkafka.logs.dir={self.run_dir / 'logs'}",
+        )
+        fmt = subprocess.run(
+            [
+                _java(),
+                *_TOOL_JVM_FLAGS,
+                *log_opts,
+                "-cp",
+                classpath,
+                "kafka.tools.StorageTool",
+                "format",
+                "-t",
+                _new_cluster_id(),
+                "-c",
+                str(props_path),
+                *(
+                    arg
+                    for name, level in self.format_features.items()
+                    for arg in ("--feature", f"{name}={level}")
+                ),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if fmt.returncode != 0:
+            raise BrokerStartError(
+                f"kafka.tools.StorageTool format failed:\n{fmt.stdout}{fmt.stderr}"
+            )
+        stdout_log = open(self.run_dir / "logs" / "stdout.log", "wb")  # noqa: SIM115
+        try:
+            self.process = subprocess.Popen(
+                [_java(), *_JVM_FLAGS, *log_opts, "-cp", classpath, "kafka.Kafka", str(props_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=stdout_log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_kill_with_parent if self.bind_to_parent else _detach,  # noqa: PLW1509
+            )
+        finally:
+            stdout_log.close()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self.process is not None
+        deadline = time.monotonic() + self.ready_timeout_s
+        last_error = "no answer yet"
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise BrokerStartError(
+                    f"the broker exited with code {self.process.returncode} during start-up; "
+                    f"last lines of its logs:\n{self.log_tail()}"
+                )
+            try:
+                keys = probe_api_keys("127.0.0.1", self.port, timeout_s=2.0)
+            except OSError as exc:
+                last_error = str(exc)
+                # Nothing announces that the JVM opened its port: poll it again shortly.
+                time.sleep(0.2)
+                continue
+            if CONSUMER_GROUP_HEARTBEAT_KEY in keys or not self.require_consumer_protocol:
+                return
+            last_error = "ApiVersions does not list ConsumerGroupHeartbeat (key 68) yet"
+            time.sleep(0.2)
+        raise BrokerStartError(
+            f"the broker did not become ready within {self.ready_timeout_s:.0f} s ({last_error}); "
+            f"last lines of its logs:\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 30) -> str:
+        """The last ``lines`` lines of ``server.log`` and the JVM's stdout."""
+        assert self.run_dir is not None
+        chunks = []
+        for path in (self.log_path, self.run_dir / "logs" / "stdout.log"):
+            if path.exists():
+                text = path.read_text(errors="replace").splitlines()[-lines:]
+                chunks.append(f"--- {path.name}\n" + "\n".join(text))
+        return "\n".join(chunks) or "(no logs written)"
+
+    def stop(self) -> None:
+        """SIGTERM the broker, SIGKILL it after ``stop_timeout_s``, and remove its data."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        self.process = None
+        if self._owns_run_dir and self.run_dir is not None:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    def kill(self) -> None:
+        """SIGKILL the broker at once (for crash tests); its data folder is kept for a restart."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+    def __enter__(self) -> LocalBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return str(Path(java_home) / "bin" / "java")
+    java = shutil.which("java")
+    if java is None:
+        raise BrokerStartError("no 'java' on PATH (Kafka 4.x needs Java 17 or newer)")
+    return java
+
+
+# ----------------------------------------------------------------------------------------------
+# Detached broker state, for ``kgm broker start --detach`` / ``status`` / ``stop``.
+
+
+def broker_state_path() -> Path:
+    """Where the detached broker's pid, address and run folder are recorded.
+
+    ``KGM_STATE_DIR`` moves it (tests use that to run a detached broker of their own).
+    """
+    state_dir = os.environ.get("KGM_STATE_DIR")
+    return (Path(state_dir) if state_dir else cache_dir()) / "broker.json"
+
+
+@dataclass(frozen=True)
+class DetachedBroker:
+    """What ``kgm broker start --detach`` recorded about the broker it left running."""
+
+    pid: int
+    bootstrap_servers: str
+    run_dir: str
+    kafka_version: str
+
+
+def write_broker_state(broker: LocalBroker) -> DetachedBroker:
+    """Record a started broker so a later ``kgm`` process can find and stop it."""
+    assert broker.process is not None
+    assert broker.run_dir is not None
+    state = DetachedBroker(
+        pid=broker.process.pid,
+        bootstrap_servers=broker.bootstrap_servers,
+        run_dir=str(broker.run_dir),
+        kafka_version=broker.kafka_version,
+    )
+    path = broker_state_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(state.__dict__))
+    return state
+
+
+def read_broker_state() -> DetachedBroker | None:
+    """The recorded detached broker if its process is still alive, else ``None``."""
+    path = broker_state_path()
+    try:
+        state = DetachedBroker(**json.loads(path.read_text()))
+    except (OSError, ValueError, TypeError):
+        return None
+    if not _pid_alive(state.pid):
+        return None
+    return state
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
+            return False
+    return True
+
+
+def wait_for_pid_exit(pid: int, timeout_s: float) -> bool:
+    """Block until process ``pid`` (not necessarily our child) exits; ``False`` on timeout.
+
+    Uses a Linux pidfd, which becomes readable when the process ends: no polling.
+    """
+    try:
+        pidfd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([pidfd], [], [], timeout_s)
+        return bool(readable)
+    finally:
+        os.close(pidfd)
+
+
+def stop_detached_broker(timeout_s: float = 15.0) -> DetachedBroker | None:
+    """Stop the recorded detached broker; returns what was stopped, or ``None`` if none ran."""
+    state = read_broker_state()
+    path = broker_state_path()
+    if state is None:
+        path.unlink(missing_ok=True)
+        return None
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(state.pid, signal.SIGTERM)
+    if not wait_for_pid_exit(state.pid, timeout_s):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(state.pid, signal.SIGKILL)
+        wait_for_pid_exit(state.pid, 10.0)
+    shutil.rmtree(state.run_dir, ignore_errors=True)
+    path.unlink(missing_ok=True)
+    return state
+
+
+@contextlib.contextmanager
+def running_broker(**kwargs: object) -> Iterator[LocalBroker]:
+    """Context manager: a started :class:`LocalBroker` (keyword arguments as its fields)."""
+    broker = LocalBroker(**kwargs)  # type: ignore[arg-type]
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    with LocalBroker() as b:
+        print(f"bootstrap.servers={b.bootstrap_servers}", flush=True)
+        sys.stdin.read()
