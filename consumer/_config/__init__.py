@@ -1,0 +1,1 @@
+"""Internal helpers of ``consumer.config``: the key table, value checks, value types."""
