@@ -1,0 +1,289 @@
+"""A small view of a Kafka cluster: bootstrap, metadata, one connection per broker, and
+group-coordinator lookup."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from types import TracebackType
+
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from consumer._wire import (
+    ALL_GROUP_APIS,
+    ApiKey,
+    BrokerAddress,
+    ClusterMetadata,
+    NegotiatedVersions,
+    build_find_coordinator_request,
+    build_metadata_request,
+    parse_find_coordinator_response,
+    parse_metadata_response,
+)
+from consumer.errors import (
+    ConsumerError,
+    CoordinatorNotAvailableError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    NotCoordinatorError,
+)
+
+from .connection import DEFAULT_CLIENT_ID, BrokerConnection
+from .retry import CONNECT_RETRY, LOOKUP_RETRY, RetryPolicy, call_with_retry
+
+__all__ = ["ClusterClient", "RequestBuilder", "parse_bootstrap_servers"]
+
+RequestBuilder = Callable[[NegotiatedVersions], RequestPayload]
+"""Builds a request once the versions of the connection it goes to are known."""
+
+_COORDINATOR_MOVED_CODES = frozenset(
+    {NotCoordinatorError.error_code, CoordinatorNotAvailableError.error_code}
+)
+
+
+def parse_bootstrap_servers(bootstrap_servers: str | Sequence[str]) -> list[tuple[str, int]]:
+    """``"h1:9092,h2:9092"`` or ``["h1:9092", "[::1]:9092"]`` -> ``[(host, port), ...]``."""
+    entries = (
+        bootstrap_servers.split(",") if isinstance(bootstrap_servers, str) else bootstrap_servers
+    )
+    addresses: list[tuple[str, int]] = []
+    for raw_entry in entries:
+        entry = raw_entry.strip()
+        if not entry:
+            continue
+        host, separator, port_text = entry.rpartition(":")
+        if not separator or not host or not port_text.isdigit():
+            raise ValueError(f"bootstrap server {entry!r} is not host:port")
+        addresses.append((host.strip("[]"), int(port_text)))
+    if not addresses:
+        raise ValueError("bootstrap_servers names no broker")
+    return addresses
+
+
+class ClusterClient:
+    """Connections to the brokers of one cluster, created on demand.
+
+    Args:
+        bootstrap_servers: ``host:port`` list (comma-separated string or sequence).
+        client_id: sent in every request header.
+        connect_timeout_ms / request_timeout_ms / connect_retry: passed to each connection.
+        lookup_retry: how coordinator lookups are retried (retriable broker errors included).
+        required_apis: APIs every broker must offer.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        *,
+        client_id: str = DEFAULT_CLIENT_ID,
+        connect_timeout_ms: int = 10_000,
+        request_timeout_ms: int = 30_000,
+        connect_retry: RetryPolicy = CONNECT_RETRY,
+        lookup_retry: RetryPolicy = LOOKUP_RETRY,
+        required_apis: Iterable[ApiKey] = ALL_GROUP_APIS,
+    ) -> None:
+        self._bootstrap_addresses = parse_bootstrap_servers(bootstrap_servers)
+        self._client_id = client_id
+        self._connect_timeout_ms = connect_timeout_ms
+        self._request_timeout_ms = request_timeout_ms
+        self._connect_retry = connect_retry
+        self._lookup_retry = lookup_retry
+        self._required_apis = frozenset(required_apis)
+        self._bootstrap: BrokerConnection | None = None
+        self._brokers: dict[int, BrokerAddress] = {}
+        self._connections: dict[int, BrokerConnection] = {}
+        self._coordinators: dict[str, int] = {}
+        self._closed = False
+
+    @property
+    def brokers(self) -> dict[int, BrokerAddress]:
+        """The brokers known from the latest metadata, by node id."""
+        return dict(self._brokers)
+
+    async def start(self) -> ClusterMetadata:
+        """Connect to the first reachable bootstrap broker and learn the broker list.
+
+        Raises:
+            KafkaConnectionError: no bootstrap broker could be reached (the last error chained).
+        """
+        return await self.metadata(topics=())
+
+    async def metadata(
+        self, topics: Sequence[str] | Sequence[uuid.UUID] | None = None
+    ) -> ClusterMetadata:
+        """Metadata for every topic (None), no topic (empty), topic names, or topic ids."""
+        connection = await self._any_connection()
+        request = build_metadata_request(connection.api_version(ApiKey.METADATA), topics)
+        response = await connection.request(request)
+        snapshot = parse_metadata_response(response)
+        self._brokers = dict(snapshot.brokers)
+        return snapshot
+
+    async def connection_to(self, node_id: int) -> BrokerConnection:
+        """The (connected) connection to broker ``node_id``, opened if needed."""
+        self._check_open()
+        connection = self._connections.get(node_id)
+        if connection is None:
+            if node_id not in self._brokers:
+                await self.metadata(topics=())
+            broker = self._brokers.get(node_id)
+            if broker is None:
+                raise KafkaConnectionError(f"broker node {node_id} is not in the cluster metadata")
+            connection = self._adopt_bootstrap(broker) or self._new_connection(
+                broker.host, broker.port, node_id
+            )
+            self._connections[node_id] = connection
+        await connection.connect()
+        return connection
+
+    async def find_coordinator(self, group_id: str, *, refresh: bool = False) -> BrokerAddress:
+        """The broker coordinating ``group_id`` (cached until invalidated or ``refresh``).
+
+        Retriable errors (e.g. COORDINATOR_NOT_AVAILABLE on a fresh cluster) are retried with
+        the lookup policy; other broker errors are raised as their typed exception.
+        """
+        if not refresh and group_id in self._coordinators:
+            node_id = self._coordinators[group_id]
+            if node_id in self._brokers:
+                return self._brokers[node_id]
+        location = await call_with_retry(
+            lambda: self._lookup_coordinator(group_id), self._lookup_retry
+        )
+        self._coordinators[group_id] = location.node_id
+        return location
+
+    def invalidate_coordinator(self, group_id: str) -> None:
+        """Forget the cached coordinator of ``group_id`` (after NOT_COORDINATOR and the like)."""
+        self._coordinators.pop(group_id, None)
+
+    async def coordinator_connection(self, group_id: str) -> BrokerConnection:
+        """The connection to the coordinator of ``group_id``."""
+        coordinator = await self.find_coordinator(group_id)
+        try:
+            return await self.connection_to(coordinator.node_id)
+        except ConsumerError:
+            self.invalidate_coordinator(group_id)
+            raise
+
+    async def coordinator_request(
+        self,
+        group_id: str,
+        request: RequestPayload | RequestBuilder,
+        *,
+        timeout_ms: int | None = None,
+    ) -> ResponsePayload:
+        """Send a request to the coordinator of ``group_id`` and return the response.
+
+        ``request`` may be a builder called with the coordinator connection's negotiated
+        versions. The request is sent once: a transport failure, or a response whose top-level
+        (or group-level) error is NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE, forgets the
+        cached coordinator so the next call looks it up again; the caller decides about retries.
+        """
+        connection = await self.coordinator_connection(group_id)
+        payload = request if not callable(request) else request(connection.versions)
+        try:
+            response = await connection.request(payload, timeout_ms=timeout_ms)
+        except (KafkaConnectionError, KafkaTimeoutError):
+            self.invalidate_coordinator(group_id)
+            raise
+        if _coordinator_moved(response):
+            self.invalidate_coordinator(group_id)
+        return response
+
+    async def close(self) -> None:
+        """Close every connection; idempotent."""
+        self._closed = True
+        connections = list(self._connections.values())
+        if self._bootstrap is not None and self._bootstrap not in connections:
+            connections.append(self._bootstrap)
+        self._connections.clear()
+        self._bootstrap = None
+        for connection in connections:
+            await connection.close()
+
+    async def __aenter__(self) -> ClusterClient:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KafkaConnectionError("the cluster client is closed")
+
+    def _new_connection(self, host: str, port: int, node_id: int | None) -> BrokerConnection:
+        return BrokerConnection(
+            host,
+            port,
+            client_id=self._client_id,
+            node_id=node_id,
+            connect_timeout_ms=self._connect_timeout_ms,
+            request_timeout_ms=self._request_timeout_ms,
+            retry_policy=self._connect_retry,
+            required_apis=self._required_apis,
+        )
+
+    def _adopt_bootstrap(self, broker: BrokerAddress) -> BrokerConnection | None:
+        """Reuse the bootstrap connection for the broker it turned out to be."""
+        bootstrap = self._bootstrap
+        if bootstrap is not None and (bootstrap.host, bootstrap.port) == (broker.host, broker.port):
+            bootstrap.node_id = broker.node_id
+            return bootstrap
+        return None
+
+    async def _any_connection(self) -> BrokerConnection:
+        self._check_open()
+        for open_connection in self._connections.values():
+            if open_connection.is_connected:
+                return open_connection
+        if self._bootstrap is not None and self._bootstrap.is_connected:
+            return self._bootstrap
+        last_error: ConsumerError | None = None
+        for host, port in self._bootstrap_addresses:
+            previous = self._bootstrap
+            if previous is not None and (previous.host, previous.port) == (host, port):
+                connection = previous
+            else:
+                connection = self._new_connection(host, port, None)
+            try:
+                await connection.connect()
+            except (KafkaConnectionError, KafkaTimeoutError) as error:
+                last_error = error  # a failed connect holds no socket; try the next address
+                continue
+            await self._replace_bootstrap(connection)
+            return connection
+        raise KafkaConnectionError(
+            f"none of the bootstrap servers could be reached: {last_error}"
+        ) from last_error
+
+    async def _replace_bootstrap(self, connection: BrokerConnection) -> None:
+        previous = self._bootstrap
+        self._bootstrap = connection
+        adopted = previous in self._connections.values()
+        if previous is not None and previous is not connection and not adopted:
+            await previous.close()
+
+    async def _lookup_coordinator(self, group_id: str) -> BrokerAddress:
+        connection = await self._any_connection()
+        version = connection.api_version(ApiKey.FIND_COORDINATOR)
+        response = await connection.request(build_find_coordinator_request(version, group_id))
+        (location,) = parse_find_coordinator_response(response, single_key=group_id)
+        if location.error is not None:
+            raise location.error
+        broker = BrokerAddress(node_id=location.node_id, host=location.host, port=location.port)
+        self._brokers.setdefault(broker.node_id, broker)
+        return broker
+
+
+def _coordinator_moved(response: ResponsePayload) -> bool:
+    codes = [getattr(response, "error_code", None)]
+    codes.extend(getattr(group, "error_code", None) for group in getattr(response, "groups", ()))
+    return any(code in _COORDINATOR_MOVED_CODES for code in codes)

@@ -1,0 +1,388 @@
+"""An asyncio connection to one Kafka broker.
+
+One :class:`BrokerConnection` owns at most one TCP session at a time. A session is opened on
+first use (with the connect retry policy), negotiates API versions with ApiVersions, and runs a
+reader task that hands each response frame to the request waiting for its correlation id, so
+several requests may be in flight at once.
+
+Failure rules:
+
+* a request that gets no response within its timeout fails with :class:`KafkaTimeoutError`, and
+  the session is dropped (the position in the byte stream is no longer trustworthy);
+* bytes that are not Kafka frames fail every in-flight request with :class:`ProtocolError` and
+  drop the session;
+* a closed or reset socket fails every in-flight request with :class:`KafkaConnectionError`;
+* after a drop, the next request opens a new session. In-flight requests are never re-sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterable
+from types import TracebackType
+from typing import Final
+
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from consumer import __version__
+from consumer._wire import (
+    ALL_GROUP_APIS,
+    DEFAULT_MAX_FRAME_BYTES,
+    SUPPORTED_VERSIONS,
+    ApiKey,
+    FrameDecoder,
+    NegotiatedVersions,
+    api_label,
+    build_api_versions_request,
+    decode_api_versions_frame,
+    decode_response_frame,
+    encode_request_frame,
+    negotiate_versions,
+    parse_api_versions_response,
+    peek_correlation_id,
+    response_type_for,
+    retry_version_after_unsupported,
+)
+from consumer.errors import (
+    ConsumerError,
+    KafkaConnectionError,
+    KafkaTimeoutError,
+    ProtocolError,
+    UnsupportedBrokerError,
+)
+
+from .retry import CONNECT_RETRY, RetryPolicy, call_with_retry
+
+__all__ = ["DEFAULT_CLIENT_ID", "BrokerConnection"]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_CLIENT_ID: Final = "kafka-group-member"
+_READ_CHUNK_BYTES: Final = 64 * 1024
+_MAX_CORRELATION_ID: Final = 2**31 - 1
+_CLOSE_WAIT_S: Final = 1.0
+
+
+class _Session:
+    """One TCP connection: its streams, the reader task and the requests awaiting responses."""
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        address: str,
+        max_frame_bytes: int,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.address = address
+        self.decoder = FrameDecoder(max_frame_bytes)
+        self.pending: dict[int, asyncio.Future[bytes]] = {}
+        self.failure: ConsumerError | None = None
+        self.versions: NegotiatedVersions | None = None
+        self._next_correlation_id = 0
+        self.reader_task = asyncio.create_task(self._read_loop(), name=f"kafka-reader {address}")
+
+    @property
+    def alive(self) -> bool:
+        return self.failure is None
+
+    def allocate_correlation_id(self) -> int:
+        correlation_id = self._next_correlation_id
+        self._next_correlation_id = (correlation_id + 1) % (_MAX_CORRELATION_ID + 1)
+        return correlation_id
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                chunk = await self.reader.read(_READ_CHUNK_BYTES)
+                if not chunk:
+                    partial = self.decoder.buffered_bytes
+                    raise KafkaConnectionError(
+                        f"{self.address} closed the connection"
+                        + (
+                            f" in the middle of a frame ({partial} bytes buffered)"
+                            if partial
+                            else ""
+                        )
+                    )
+                for frame in self.decoder.feed(chunk):
+                    self._deliver(frame)
+        except ConsumerError as error:
+            self.fail(error)
+        except OSError as error:
+            self.fail(KafkaConnectionError(f"connection to {self.address} failed: {error}"))
+
+    def _deliver(self, frame: bytes) -> None:
+        correlation_id = peek_correlation_id(frame)
+        future = self.pending.pop(correlation_id, None)
+        if future is None:
+            raise ProtocolError(
+                f"{self.address} sent a response with correlation id {correlation_id}, "
+                "which matches no request in flight -- is this a Kafka broker?"
+            )
+        if not future.done():  # a cancelled caller leaves a done future behind
+            future.set_result(frame)
+
+    def fail(self, error: ConsumerError) -> None:
+        """Mark the session dead, fail every waiting request, and close the socket."""
+        if self.failure is None:
+            self.failure = error
+            _log.debug("session to %s failed: %s", self.address, error)
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(_copy_error(error))
+        self.pending.clear()
+        self.writer.close()
+
+    async def shutdown(self, error: ConsumerError) -> None:
+        """Fail the session, then cancel and await the reader task (unless we are it)."""
+        self.fail(error)
+        if self.reader_task is not asyncio.current_task():
+            self.reader_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.reader_task
+        with contextlib.suppress(OSError, TimeoutError):
+            await asyncio.wait_for(self.writer.wait_closed(), _CLOSE_WAIT_S)
+
+
+def _copy_error(error: ConsumerError) -> ConsumerError:
+    """A fresh instance per waiter, so tracebacks of different tasks do not pile up."""
+    try:
+        return type(error)(*error.args)
+    except TypeError:
+        return error
+
+
+class BrokerConnection:
+    """A connection to one broker; see the module docstring for the failure rules.
+
+    Args:
+        host: broker host name or address.
+        port: broker port.
+        client_id: sent in every request header.
+        node_id: the broker's node id, if known (informational).
+        connect_timeout_ms: bound on one TCP connect attempt.
+        request_timeout_ms: default bound on one request, ApiVersions included.
+        retry_policy: how connect attempts are retried (refused, unreachable, closed).
+        required_apis: APIs the broker must offer; checked right after ApiVersions.
+        max_frame_bytes: largest response frame accepted.
+    """
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = DEFAULT_CLIENT_ID,
+        node_id: int | None = None,
+        connect_timeout_ms: int = 10_000,
+        request_timeout_ms: int = 30_000,
+        retry_policy: RetryPolicy = CONNECT_RETRY,
+        required_apis: Iterable[ApiKey] = ALL_GROUP_APIS,
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.node_id = node_id
+        self._client_id = client_id
+        self._connect_timeout_ms = connect_timeout_ms
+        self._request_timeout_ms = request_timeout_ms
+        self._retry_policy = retry_policy
+        self._required_apis = frozenset(required_apis)
+        self._max_frame_bytes = max_frame_bytes
+        self._session: _Session | None = None
+        self._connect_lock = asyncio.Lock()
+        self._closed = False
+
+    @property
+    def address(self) -> str:
+        """``host:port`` (with the node id when known), for messages."""
+        text = f"{self.host}:{self.port}"
+        return text if self.node_id is None else f"{text} (node {self.node_id})"
+
+    @property
+    def is_connected(self) -> bool:
+        """Whether a negotiated session is open right now."""
+        return self._session is not None and self._session.alive
+
+    @property
+    def versions(self) -> NegotiatedVersions:
+        """The versions negotiated on the current session.
+
+        Raises:
+            KafkaConnectionError: not connected.
+        """
+        session = self._session
+        if session is None or session.versions is None or not session.alive:
+            raise KafkaConnectionError(f"not connected to {self.address}")
+        return session.versions
+
+    def api_version(self, api_key: ApiKey) -> int:
+        """The negotiated version of ``api_key`` (raises UnsupportedBrokerError if none)."""
+        return self.versions.version_for(api_key)
+
+    async def connect(self) -> NegotiatedVersions:
+        """Open a session now if there is none (retrying per policy); return its versions.
+
+        Raises:
+            KafkaConnectionError: unreachable, refused or closed, after the retries.
+            KafkaTimeoutError: the broker accepted but did not answer ApiVersions in time.
+            ProtocolError: the peer does not speak Kafka.
+            UnsupportedBrokerError: a required API is missing (e.g. no KIP-848).
+        """
+        session = await self._ensure_session()
+        assert session.versions is not None
+        return session.versions
+
+    async def request(
+        self, request: RequestPayload, *, timeout_ms: int | None = None
+    ) -> ResponsePayload:
+        """Send ``request`` and return the broker's response, decoded with the matching schema.
+
+        The request's version must be one the broker advertised (use :meth:`api_version`).
+
+        Raises:
+            KafkaTimeoutError: no response within ``timeout_ms`` (the session is dropped).
+            KafkaConnectionError: the connection failed or was closed.
+            ProtocolError: the response could not be decoded (the session is dropped).
+            UnsupportedBrokerError: the broker does not offer this API version.
+        """
+        session = await self._ensure_session()
+        assert session.versions is not None
+        api_key = int(request.__api_key__)
+        version = int(request.__version__)
+        offered = session.versions.broker_ranges.get(api_key)
+        if offered is None or version not in offered:
+            raise UnsupportedBrokerError(
+                f"{self.address} does not support {api_label(api_key)} v{version}"
+                + (f" (it offers {offered})" if offered is not None else " (not offered)")
+            )
+        frame = await self._exchange(session, request, timeout_ms)
+        try:
+            _, response = decode_response_frame(frame, response_type_for(type(request)))
+        except ProtocolError as error:
+            await self._drop(session, error)
+            raise
+        return response
+
+    async def close(self) -> None:
+        """Close for good: in-flight requests fail with KafkaConnectionError; idempotent."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.shutdown(KafkaConnectionError(f"connection to {self.address} closed"))
+
+    async def __aenter__(self) -> BrokerConnection:
+        await self.connect()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "connected" if self.is_connected else "idle"
+        return f"<BrokerConnection {self.address} {state}>"
+
+    # -- internals -------------------------------------------------------------------------
+
+    async def _ensure_session(self) -> _Session:
+        async with self._connect_lock:
+            if self._closed:
+                raise KafkaConnectionError(f"connection to {self.address} is closed")
+            session = self._session
+            if session is not None and session.alive:
+                return session
+            self._session = await call_with_retry(self._open_session, self._retry_policy)
+            return self._session
+
+    async def _open_session(self) -> _Session:
+        try:
+            async with asyncio.timeout(self._connect_timeout_ms / 1000):
+                reader, writer = await asyncio.open_connection(self.host, self.port)
+        except TimeoutError:
+            raise KafkaConnectionError(
+                f"timed out connecting to {self.address} after {self._connect_timeout_ms} ms"
+            ) from None
+        except OSError as error:
+            reason = error.strerror or str(error) or type(error).__name__
+            raise KafkaConnectionError(f"could not connect to {self.address}: {reason}") from error
+        session = _Session(reader, writer, self.address, self._max_frame_bytes)
+        try:
+            session.versions = await self._negotiate(session)
+        except BaseException:
+            await session.shutdown(KafkaConnectionError(f"handshake with {self.address} failed"))
+            raise
+        _log.debug("connected to %s", self.address)
+        return session
+
+    async def _negotiate(self, session: _Session) -> NegotiatedVersions:
+        version = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS].max_version
+        tried: set[int] = set()
+        while True:
+            tried.add(version)
+            request = build_api_versions_request(version, software_version=__version__)
+            frame = await self._exchange(session, request, None)
+            response = decode_api_versions_frame(frame, version)
+            fallback = retry_version_after_unsupported(response)
+            if fallback is not None and fallback not in tried:
+                _log.debug(
+                    "%s refused ApiVersions v%d; retrying v%d", self.address, version, fallback
+                )
+                version = fallback
+                continue
+            ranges = parse_api_versions_response(response)
+            return negotiate_versions(ranges, required=self._required_apis)
+
+    async def _exchange(
+        self, session: _Session, request: RequestPayload, timeout_ms: int | None
+    ) -> bytes:
+        """Send one request frame and wait for the frame answering it."""
+        if session.failure is not None:
+            raise _copy_error(session.failure)
+        timeout_ms = self._request_timeout_ms if timeout_ms is None else timeout_ms
+        correlation_id = session.allocate_correlation_id()
+        data = encode_request_frame(
+            request, correlation_id=correlation_id, client_id=self._client_id
+        )
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        session.pending[correlation_id] = future
+        what = f"{api_label(int(request.__api_key__))} v{request.__version__}"
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                session.writer.write(data)
+                await session.writer.drain()
+                return await future
+        except TimeoutError:
+            await self._drop(
+                session,
+                KafkaConnectionError(
+                    f"connection to {self.address} dropped: {what} timed out after {timeout_ms} ms"
+                ),
+            )
+            raise KafkaTimeoutError(
+                f"{what} to {self.address} got no response within {timeout_ms} ms"
+            ) from None
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except OSError as error:
+            failure = KafkaConnectionError(f"sending {what} to {self.address} failed: {error}")
+            await self._drop(session, failure)
+            raise failure from error
+        finally:
+            if not future.cancelled():
+                # Keep a cancelled caller's entry, so its late response is recognised and dropped.
+                session.pending.pop(correlation_id, None)
+
+    async def _drop(self, session: _Session, error: ConsumerError) -> None:
+        if self._session is session:
+            self._session = None
+        await session.shutdown(error)

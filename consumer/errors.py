@@ -1,0 +1,442 @@
+"""Exceptions raised by the consumer SDK.
+
+Everything derives from :class:`ConsumerError`. Two branches hang below it:
+
+* :class:`KafkaError` -- an error code sent by a broker. Every code in kio's
+  :class:`~kio.schema.errors.ErrorCode` maps to a class (see :func:`error_for_code`) whose
+  ``retriable`` flag is kio's. Codes this project acts on have named classes, grouped in families
+  (:class:`RetriableError`, :class:`CoordinatorError`, :class:`MemberFencedError`,
+  :class:`FatalGroupError`, :class:`AuthorizationError`); the remaining codes get a generated
+  class, reachable through :data:`ERROR_CLASSES` and :func:`error_for_code`.
+* client-side failures: :class:`KafkaConnectionError`, :class:`KafkaTimeoutError`,
+  :class:`ProtocolError` and :class:`UnsupportedBrokerError`.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import ClassVar
+
+from kio.schema.errors import ErrorCode
+
+__all__ = [
+    "ERROR_CLASSES",
+    "AuthorizationError",
+    "ConsumerError",
+    "CoordinatorError",
+    "CoordinatorLoadInProgressError",
+    "CoordinatorNotAvailableError",
+    "FatalGroupError",
+    "FencedInstanceIdError",
+    "FencedMemberEpochError",
+    "GroupAuthorizationFailedError",
+    "GroupIdNotFoundError",
+    "GroupMaxSizeReachedError",
+    "IllegalGenerationError",
+    "InvalidGroupIdError",
+    "InvalidRegularExpressionError",
+    "InvalidRequestError",
+    "KafkaConnectionError",
+    "KafkaError",
+    "KafkaTimeoutError",
+    "MemberFencedError",
+    "NetworkExceptionError",
+    "NotCoordinatorError",
+    "OffsetMetadataTooLargeError",
+    "ProtocolError",
+    "RebalanceInProgressError",
+    "RequestTimedOutError",
+    "RetriableError",
+    "StaleMemberEpochError",
+    "TopicAuthorizationFailedError",
+    "UnknownMemberIdError",
+    "UnknownServerError",
+    "UnknownTopicIdError",
+    "UnknownTopicOrPartitionError",
+    "UnreleasedInstanceIdError",
+    "UnstableOffsetCommitError",
+    "UnsupportedAssignorError",
+    "UnsupportedBrokerError",
+    "UnsupportedVersionError",
+    "error_for_code",
+    "error_or_none",
+]
+
+
+class ConsumerError(Exception):
+    """Root of every exception this SDK raises on purpose."""
+
+
+# --------------------------------------------------------------------------------------------
+# Client-side errors
+# --------------------------------------------------------------------------------------------
+
+
+class KafkaConnectionError(ConsumerError):
+    """A broker could not be reached, refused the connection, or the connection was closed."""
+
+
+class KafkaTimeoutError(ConsumerError):
+    """An operation did not complete within its time budget (connect, request, lookup)."""
+
+
+class ProtocolError(ConsumerError):
+    """The peer sent bytes that are not a valid Kafka response (is it really a Kafka broker?)."""
+
+
+class UnsupportedBrokerError(ConsumerError):
+    """The broker lacks an API or an API version this SDK needs (for example no KIP-848)."""
+
+
+# --------------------------------------------------------------------------------------------
+# Broker error codes
+# --------------------------------------------------------------------------------------------
+
+
+class KafkaError(ConsumerError):
+    """An error code returned by a Kafka broker.
+
+    Attributes:
+        code: the numeric Kafka error code.
+        name: the upper-case Kafka name of the code, e.g. ``FENCED_MEMBER_EPOCH``.
+        retriable: whether Kafka classifies the error as retriable (from kio).
+        broker_message: the error message the broker sent along, if any.
+        message: the full human-readable text (also ``str(error)``).
+    """
+
+    error_code: ClassVar[ErrorCode | None] = None
+    """The kio code a concrete subclass stands for; None on the family classes."""
+    hint: ClassVar[str] = ""
+    """What a user can do about the error; appended to the message."""
+
+    code: int
+    name: str
+    retriable: bool
+    broker_message: str | None
+    message: str
+
+    def __init__(self, broker_message: str | None = None, *, code: int | None = None) -> None:
+        kio_code = type(self).error_code
+        if code is None:
+            if kio_code is None:
+                raise TypeError(f"{type(self).__name__} needs an explicit error code")
+            code = int(kio_code)
+        self.code = code
+        known = _known_code(code)
+        self.name = known.name.upper() if known is not None else f"UNKNOWN_ERROR_CODE_{code}"
+        self.retriable = known.retriable if known is not None else False
+        self.broker_message = broker_message
+        self.message = self._render(known)
+        super().__init__(self.message)
+
+    def _render(self, known: ErrorCode | None) -> str:
+        if self.broker_message:
+            detail = self.broker_message
+        elif known is not None:
+            detail = _kio_descriptions().get(known.name, "")
+        else:
+            detail = "this error code is not known to this client version"
+        text = f"{self.name} ({self.code})"
+        if detail:
+            text += f": {detail.rstrip('.')}."
+        if self.hint:
+            text += f" {self.hint}"
+        return text
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_kafka_error, (self.code, self.broker_message))
+
+
+def _rebuild_kafka_error(code: int, broker_message: str | None) -> KafkaError:
+    return error_for_code(code, broker_message)
+
+
+def _known_code(code: int) -> ErrorCode | None:
+    try:
+        return ErrorCode(code)
+    except ValueError:
+        return None
+
+
+class RetriableError(KafkaError):
+    """A transient broker error: the same request may succeed if sent again after a backoff."""
+
+
+class CoordinatorError(RetriableError):
+    """The group coordinator moved, is unknown, or is still loading: find it again and retry."""
+
+
+class MemberFencedError(KafkaError):
+    """The coordinator no longer accepts this member's id or epoch.
+
+    The member must give up its partitions (as lost) and rejoin with epoch 0.
+    """
+
+
+class FatalGroupError(KafkaError):
+    """A non-retriable group error: membership cannot continue without a change by the user."""
+
+
+class AuthorizationError(KafkaError):
+    """The principal is not allowed to perform the operation (check the broker's ACLs)."""
+
+
+# Named classes for the codes this project acts on ------------------------------------------
+
+
+class NotCoordinatorError(CoordinatorError):
+    error_code = ErrorCode.not_coordinator
+    hint = "Look up the group coordinator again and retry there."
+
+
+class CoordinatorNotAvailableError(CoordinatorError):
+    error_code = ErrorCode.coordinator_not_available
+    hint = "Look up the group coordinator again and retry after a backoff."
+
+
+class CoordinatorLoadInProgressError(CoordinatorError):
+    error_code = ErrorCode.coordinator_load_in_progress
+    hint = "The coordinator is loading the group; retry after a backoff."
+
+
+class RequestTimedOutError(RetriableError):
+    error_code = ErrorCode.request_timed_out
+    hint = "Retry after a backoff."
+
+
+class NetworkExceptionError(RetriableError):
+    error_code = ErrorCode.network_exception
+    hint = "Retry after a backoff."
+
+
+class UnknownTopicOrPartitionError(RetriableError):
+    error_code = ErrorCode.unknown_topic_or_partition
+    hint = "Check the topic name; a newly created topic may take a moment to propagate."
+
+
+class UnknownTopicIdError(RetriableError):
+    error_code = ErrorCode.unknown_topic_id
+    hint = "Refresh metadata; the topic may have been deleted or recreated."
+
+
+class UnstableOffsetCommitError(RetriableError):
+    error_code = ErrorCode.unstable_offset_commit
+    hint = "A transactional commit is pending; retry the offset fetch after a backoff."
+
+
+class FencedMemberEpochError(MemberFencedError):
+    error_code = ErrorCode.fenced_member_epoch
+    hint = "Rejoin with epoch 0 and the same member id."
+
+
+class UnknownMemberIdError(MemberFencedError):
+    error_code = ErrorCode.unknown_member_id
+    hint = "The member must release its partitions as lost and rejoin with epoch 0."
+
+
+class StaleMemberEpochError(KafkaError):
+    error_code = ErrorCode.stale_member_epoch
+    hint = (
+        "The member epoch used for the commit or fetch is not current; retry with the newest epoch."
+    )
+
+
+class IllegalGenerationError(KafkaError):
+    error_code = ErrorCode.illegal_generation
+    hint = "The generation or epoch used is not current; rejoin the group."
+
+
+class RebalanceInProgressError(KafkaError):
+    error_code = ErrorCode.rebalance_in_progress
+    hint = "The group is rebalancing; retry once the member has its new assignment."
+
+
+class GroupMaxSizeReachedError(FatalGroupError):
+    error_code = ErrorCode.group_max_size_reached
+    hint = "The group is full; raise group.consumer.max.size on the broker or use fewer members."
+
+
+class UnreleasedInstanceIdError(FatalGroupError):
+    error_code = ErrorCode.unreleased_instance_id
+    hint = (
+        "The static member with this group.instance.id has not left yet; wait or pick another id."
+    )
+
+
+class FencedInstanceIdError(FatalGroupError):
+    error_code = ErrorCode.fenced_instance_id
+    hint = "Another process joined with the same group.instance.id; give each member its own id."
+
+
+class UnsupportedAssignorError(FatalGroupError):
+    error_code = ErrorCode.unsupported_assignor
+    hint = "Set group.remote.assignor to one listed in the broker's group.consumer.assignors."
+
+
+class InvalidRegularExpressionError(FatalGroupError):
+    error_code = ErrorCode.invalid_regular_expression
+    hint = "Fix the subscription pattern; the broker evaluates it with RE2/J syntax."
+
+
+class GroupIdNotFoundError(FatalGroupError):
+    error_code = ErrorCode.group_id_not_found
+    hint = "The group does not exist (any more) on the coordinator."
+
+
+class InvalidGroupIdError(FatalGroupError):
+    error_code = ErrorCode.invalid_group_id
+    hint = "Use a non-empty group.id."
+
+
+class InvalidRequestError(FatalGroupError):
+    error_code = ErrorCode.invalid_request
+    hint = "The broker rejected the request as malformed; this is likely a bug in this client."
+
+
+class UnsupportedVersionError(FatalGroupError):
+    error_code = ErrorCode.unsupported_version
+    hint = (
+        "The broker does not support this request version; the consumer group protocol needs "
+        "Apache Kafka 4.0+ (use group.protocol=classic for older clusters)."
+    )
+
+
+class OffsetMetadataTooLargeError(KafkaError):
+    error_code = ErrorCode.offset_metadata_too_large
+    hint = "Shorten the commit metadata string (broker offset.metadata.max.bytes)."
+
+
+class UnknownServerError(KafkaError):
+    error_code = ErrorCode.unknown_server_error
+    hint = "Check the broker logs."
+
+
+class GroupAuthorizationFailedError(AuthorizationError):
+    error_code = ErrorCode.group_authorization_failed
+    hint = "Grant the principal READ on the group resource."
+
+
+class TopicAuthorizationFailedError(AuthorizationError):
+    error_code = ErrorCode.topic_authorization_failed
+    hint = "Grant the principal DESCRIBE/READ on the subscribed topics."
+
+
+# Generated classes for every other code ------------------------------------------------------
+
+_NAMED_CLASSES: tuple[type[KafkaError], ...] = (
+    NotCoordinatorError,
+    CoordinatorNotAvailableError,
+    CoordinatorLoadInProgressError,
+    RequestTimedOutError,
+    NetworkExceptionError,
+    UnknownTopicOrPartitionError,
+    UnknownTopicIdError,
+    UnstableOffsetCommitError,
+    FencedMemberEpochError,
+    UnknownMemberIdError,
+    StaleMemberEpochError,
+    IllegalGenerationError,
+    RebalanceInProgressError,
+    GroupMaxSizeReachedError,
+    UnreleasedInstanceIdError,
+    FencedInstanceIdError,
+    UnsupportedAssignorError,
+    InvalidRegularExpressionError,
+    GroupIdNotFoundError,
+    InvalidGroupIdError,
+    InvalidRequestError,
+    UnsupportedVersionError,
+    OffsetMetadataTooLargeError,
+    UnknownServerError,
+    GroupAuthorizationFailedError,
+    TopicAuthorizationFailedError,
+)
+
+
+def _class_name_for(code: ErrorCode) -> str:
+    camel = "".join(part.capitalize() for part in code.name.split("_"))
+    return camel if camel.endswith(("Error", "Exception")) else f"{camel}Error"
+
+
+def _family_for(code: ErrorCode) -> type[KafkaError]:
+    if code.name.endswith("_authorization_failed"):
+        return AuthorizationError
+    return RetriableError if code.retriable else KafkaError
+
+
+def _generated_class(code: ErrorCode) -> type[KafkaError]:
+    namespace: dict[str, object] = {
+        "error_code": code,
+        "__module__": __name__,
+        "__doc__": f"Kafka error {code.name.upper()} ({int(code)}).",
+    }
+    return type(_class_name_for(code), (_family_for(code),), namespace)
+
+
+def _build_registry() -> Mapping[ErrorCode, type[KafkaError]]:
+    registry: dict[ErrorCode, type[KafkaError]] = {}
+    for cls in _NAMED_CLASSES:
+        assert cls.error_code is not None
+        registry[cls.error_code] = cls
+    for code in ErrorCode:
+        if code is not ErrorCode.none and code not in registry:
+            registry[code] = _generated_class(code)
+    return MappingProxyType(registry)
+
+
+ERROR_CLASSES: Mapping[ErrorCode, type[KafkaError]] = _build_registry()
+"""The exception class of every error code kio knows (``ErrorCode.none`` excluded)."""
+
+
+def error_for_code(code: int, message: str | None = None) -> KafkaError:
+    """Return the exception for a non-zero Kafka error code, carrying the broker's message.
+
+    Codes kio does not know (from a newer broker) give a plain, non-retriable
+    :class:`KafkaError`.
+
+    Raises:
+        ValueError: if ``code`` is 0 (``NONE`` is not an error).
+    """
+    if code == 0:
+        raise ValueError("error code 0 (NONE) is not an error")
+    known = _known_code(code)
+    if known is None:
+        return KafkaError(message, code=code)
+    return ERROR_CLASSES[known](message)
+
+
+def error_or_none(code: int, message: str | None = None) -> KafkaError | None:
+    """Like :func:`error_for_code`, but returns None for code 0."""
+    return None if code == 0 else error_for_code(code, message)
+
+
+@functools.cache
+def _kio_descriptions() -> Mapping[str, str]:
+    """The one-line description kio documents for each code, read from its source once."""
+    spec = importlib.util.find_spec("kio.schema.errors")
+    if spec is None or spec.origin is None:
+        return {}
+    try:
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError):
+        return {}
+    descriptions: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name == "ErrorCode":
+            body = node.body
+            for statement, following in zip(body, body[1:], strict=False):
+                if (
+                    isinstance(statement, ast.Assign)
+                    and len(statement.targets) == 1
+                    and isinstance(statement.targets[0], ast.Name)
+                    and isinstance(following, ast.Expr)
+                    and isinstance(following.value, ast.Constant)
+                    and isinstance(following.value.value, str)
+                ):
+                    descriptions[statement.targets[0].id] = following.value.value.strip()
+    return descriptions
