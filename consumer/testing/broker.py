@@ -31,7 +31,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -229,6 +229,9 @@ class LocalBroker:
     ``overrides`` are added to (and win over) the generated ``server.properties``.
     ``format_features`` are passed to the storage formatter as ``--feature NAME=LEVEL``
     (``{"group.version": "0"}`` gives a broker without the consumer group protocol, as before 4.0).
+    ``format_args`` are extra arguments appended to the storage formatter's command line, e.g.
+    ``("--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]")`` (KRaft creates SCRAM
+    users at format time; see :mod:`consumer.testing.security`).
     ``allow_legacy_version`` admits a 3.x ``kafka_version`` (compatibility tests only).
     ``bind_to_parent`` makes the kernel kill the broker when this process dies, which is what
     a test session wants; ``kgm broker start --detach`` turns it off.
@@ -246,6 +249,7 @@ class LocalBroker:
     format_features: Mapping[str, str] = field(default_factory=dict)
     allow_legacy_version: bool = False
     port: int = 0
+    format_args: Sequence[str] = ()
     process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _owns_run_dir: bool = field(default=False, init=False, repr=False)
 
@@ -334,6 +338,7 @@ class LocalBroker:
                     for name, level in self.format_features.items()
                     for arg in ("--feature", f"{name}={level}")
                 ),
+                *self.format_args,
             ],
             capture_output=True,
             text=True,
