@@ -44,7 +44,7 @@ def _cluster_address(bootstrap_servers: str | None) -> Iterator[str]:
 
 
 def _create_topic(bootstrap_servers: str, topic: str) -> None:
-    from confluent_kafka import NewTopic
+    from confluent_kafka.cimpl import NewTopic
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
