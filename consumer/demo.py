@@ -44,8 +44,8 @@ def _cluster_address(bootstrap_servers: str | None) -> Iterator[str]:
 
 
 def _create_topic(bootstrap_servers: str, topic: str) -> None:
-    from confluent_kafka.cimpl import NewTopic
     from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap_servers})
     futures = admin.create_topics([NewTopic(topic, num_partitions=DEMO_PARTITIONS)])
