@@ -1,0 +1,337 @@
+"""CommitRequestManager: auto-commit, commit before revocation and on close, user commits, and
+committed-offset fetches, all carrying the member id and epoch.
+
+The offsets committed are never invented: they are the ones the application reported as consumed
+(:class:`~consumer.member.inputs.ConsumedOffsetsReported` or ``AppPolled.consumed_offsets``), or the
+ones a user commit names.
+
+Error policy (reference section E):
+
+* retriable errors (7, 13, 14, 15, 16, 88) are retried with backoff until the job's deadline;
+* STALE_MEMBER_EPOCH (113) on an auto / pre-revoke / close commit expedites a heartbeat and retries
+  once the epoch changed, until the rebalance deadline; on a user commit it is surfaced;
+* STALE_MEMBER_EPOCH on an offset fetch is retried the same way, with no deadline (it is never read
+  as "no committed offset");
+* anything else ends the job: surfaced as ReportError (non-fatal) or, for user commits, in
+  ReportCommitResult.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from consumer.member.commands import (
+    Command,
+    CommitOffsets,
+    CommitReason,
+    FetchCommittedOffsets,
+    ReportCommitResult,
+    ReportError,
+)
+from consumer.member.config import MemberConfig
+from consumer.member.errors_table import RETRIABLE_OFFSET_ERRORS, ErrorCode, error_name
+from consumer.member.heartbeat import ExponentialBackoff
+from consumer.member.inputs import CommitCompleted, CommittedOffsetsFetched
+from consumer.member.partitions import TopicPartition
+
+#: ``(member_id, member_epoch)`` to put on offset requests; ``(None, -1)`` outside the group.
+Identity = Callable[[], tuple[str | None, int]]
+
+
+@dataclass(slots=True)
+class _CommitJob:
+    job_id: int
+    reason: CommitReason
+    offsets: dict[TopicPartition, int]
+    deadline_ms: int | None
+    token: int | None = None
+    request_id: int | None = None
+    sent_epoch: int = -1
+    retry_at_ms: int | None = None
+    waiting_for_epoch: bool = False
+    attempts: int = 0
+    errors: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _FetchJob:
+    job_id: int
+    partitions: tuple[TopicPartition, ...]
+    request_id: int | None = None
+    sent_epoch: int = -1
+    retry_at_ms: int | None = None
+    waiting_for_epoch: bool = False
+    attempts: int = 0
+
+
+class CommitRequestManager:
+    """Builds OffsetCommit / OffsetFetch commands and decides retries."""
+
+    def __init__(
+        self,
+        config: MemberConfig,
+        backoff: ExponentialBackoff,
+        next_id: Callable[[], int],
+        identity: Identity,
+    ) -> None:
+        self._config = config
+        self._backoff = backoff
+        self._next_id = next_id
+        self._identity = identity
+        self.consumed: dict[TopicPartition, int] = {}
+        self.committed: dict[TopicPartition, int] = {}
+        self._next_auto_commit_ms: int | None = None
+        self._commits: dict[int, _CommitJob] = {}
+        self._fetches: dict[int, _FetchJob] = {}
+
+    # --- consumed offsets and the auto-commit timer -----------------------------------------
+
+    def record_consumed(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Remember the next offsets to consume, as reported by the application."""
+        self.consumed.update(offsets)
+
+    def forget(self, keep: Iterable[TopicPartition]) -> None:
+        """Drop consumed/committed offsets of partitions no longer owned."""
+        kept = set(keep)
+        self.consumed = {tp: off for tp, off in self.consumed.items() if tp in kept}
+        self.committed = {tp: off for tp, off in self.committed.items() if tp in kept}
+
+    def reset_auto_commit_timer(self, now_ms: int) -> None:
+        """Start a new auto-commit interval (after a reconciliation completes)."""
+        if self._config.auto_commit:
+            self._next_auto_commit_ms = now_ms + self._config.auto_commit_interval_ms
+
+    def stop_auto_commit_timer(self) -> None:
+        """No auto-commit while out of the group."""
+        self._next_auto_commit_ms = None
+
+    def uncommitted(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Consumed offsets of ``partitions`` that differ from what was last committed."""
+        return {
+            tp: self.consumed[tp]
+            for tp in partitions
+            if tp in self.consumed and self.committed.get(tp) != self.consumed[tp]
+        }
+
+    def maybe_auto_commit(
+        self, now_ms: int, owned: Iterable[TopicPartition], out: list[Command]
+    ) -> None:
+        """Commit consumed offsets of ``owned`` when the auto-commit interval elapsed."""
+        due = self._next_auto_commit_ms
+        if due is None or now_ms < due:
+            return
+        if any(job.reason is CommitReason.AUTO for job in self._commits.values()):
+            return
+        self._next_auto_commit_ms = now_ms + self._config.auto_commit_interval_ms
+        self.start_commit(CommitReason.AUTO, self.uncommitted(owned), now_ms, out)
+
+    # --- commits ----------------------------------------------------------------------------
+
+    def start_commit(
+        self,
+        reason: CommitReason,
+        offsets: Mapping[TopicPartition, int],
+        now_ms: int,
+        out: list[Command],
+        *,
+        deadline_ms: int | None = None,
+        token: int | None = None,
+    ) -> int | None:
+        """Start a commit job and emit its first CommitOffsets; None when there is nothing to do."""
+        if not offsets:
+            if token is not None:
+                out.append(ReportCommitResult(token, {}))
+            return None
+        if deadline_ms is None:
+            timeout_ms = (
+                self._config.user_commit_timeout_ms
+                if reason is CommitReason.USER
+                else self._config.rebalance_timeout_ms
+            )
+            deadline_ms = now_ms + timeout_ms
+        job = _CommitJob(self._next_id(), reason, dict(offsets), deadline_ms, token)
+        self._commits[job.job_id] = job
+        self._send_commit(job, job.offsets, out)
+        return job.job_id
+
+    def _send_commit(
+        self, job: _CommitJob, offsets: Mapping[TopicPartition, int], out: list[Command]
+    ) -> None:
+        member_id, epoch = self._identity()
+        job.request_id = self._next_id()
+        job.sent_epoch = epoch
+        job.retry_at_ms = None
+        job.waiting_for_epoch = False
+        out.append(
+            CommitOffsets(
+                request_id=job.request_id,
+                reason=job.reason,
+                group_id=self._config.group_id,
+                member_id=member_id,
+                member_epoch=epoch,
+                offsets=dict(offsets),
+            )
+        )
+
+    def on_commit_completed(
+        self, completed: CommitCompleted, now_ms: int, out: list[Command]
+    ) -> tuple[int | None, bool]:
+        """Process an OffsetCommit answer.
+
+        Returns ``(finished job id or None, wants_heartbeat)``; ``wants_heartbeat`` asks the caller
+        to expedite a heartbeat because the epoch was stale.
+        """
+        job = next(
+            (j for j in self._commits.values() if j.request_id == completed.request_id), None
+        )
+        if job is None:
+            return None, False
+        job.request_id = None
+        errors = {
+            tp: completed.error_code or completed.partition_errors.get(tp, 0) for tp in job.offsets
+        }
+        for tp, code in errors.items():
+            if code == ErrorCode.NONE:
+                self.committed[tp] = job.offsets[tp]
+        failed = {tp: code for tp, code in errors.items() if code != ErrorCode.NONE}
+        job.errors.update(failed)
+        for tp in errors:
+            if tp not in failed:
+                job.errors.pop(tp, None)
+        job.offsets = {tp: job.offsets[tp] for tp in failed}
+        codes = set(failed.values())
+        stale = ErrorCode.STALE_MEMBER_EPOCH in codes
+        retriable_only = bool(codes) and codes <= RETRIABLE_OFFSET_ERRORS | (
+            set() if job.reason is CommitReason.USER else {ErrorCode.STALE_MEMBER_EPOCH}
+        )
+        expired = job.deadline_ms is not None and now_ms >= job.deadline_ms
+        if not codes or not retriable_only or expired:
+            self._finish_commit(job, out)
+            return job.job_id, False
+        job.attempts += 1
+        if stale:
+            job.waiting_for_epoch = True
+        else:
+            job.retry_at_ms = now_ms + self._backoff.delay_ms(job.attempts)
+        return None, stale
+
+    def _finish_commit(self, job: _CommitJob, out: list[Command]) -> None:
+        del self._commits[job.job_id]
+        if job.token is not None:
+            out.append(ReportCommitResult(job.token, dict(job.errors)))
+            return
+        if job.errors:
+            code = next(iter(sorted(job.errors.values())))
+            parts = ", ".join(str(tp) for tp in sorted(job.errors))
+            out.append(
+                ReportError(
+                    error_code=code,
+                    error_name=error_name(code),
+                    message=f"{job.reason.value} commit failed for {parts}",
+                    fatal=False,
+                )
+            )
+
+    # --- committed offset fetches -----------------------------------------------------------
+
+    def start_fetch(self, partitions: tuple[TopicPartition, ...], out: list[Command]) -> int:
+        """Start fetching committed offsets of ``partitions``; returns the job id."""
+        job = _FetchJob(self._next_id(), partitions)
+        self._fetches[job.job_id] = job
+        self._send_fetch(job, out)
+        return job.job_id
+
+    def _send_fetch(self, job: _FetchJob, out: list[Command]) -> None:
+        member_id, epoch = self._identity()
+        job.request_id = self._next_id()
+        job.sent_epoch = epoch
+        job.retry_at_ms = None
+        job.waiting_for_epoch = False
+        out.append(
+            FetchCommittedOffsets(
+                request_id=job.request_id,
+                group_id=self._config.group_id,
+                member_id=member_id,
+                member_epoch=epoch,
+                partitions=job.partitions,
+            )
+        )
+
+    def on_fetch_completed(
+        self, fetched: CommittedOffsetsFetched, now_ms: int, out: list[Command]
+    ) -> tuple[int, dict[TopicPartition, int | None]] | bool:
+        """Process an OffsetFetch answer.
+
+        Returns ``(job id, offsets)`` when the job is done, or a bool ``wants_heartbeat`` when it is
+        retried (True for a stale epoch) or the answer was unknown (False).
+        """
+        job = next((j for j in self._fetches.values() if j.request_id == fetched.request_id), None)
+        if job is None:
+            return False
+        job.request_id = None
+        codes = {fetched.error_code} if fetched.error_code else set()
+        codes |= {fetched.partition_errors.get(tp, 0) for tp in job.partitions} - {0}
+        if codes and codes <= RETRIABLE_OFFSET_ERRORS | {ErrorCode.STALE_MEMBER_EPOCH}:
+            job.attempts += 1
+            if ErrorCode.STALE_MEMBER_EPOCH in codes:
+                job.waiting_for_epoch = True
+                return True
+            job.retry_at_ms = now_ms + self._backoff.delay_ms(job.attempts)
+            return False
+        del self._fetches[job.job_id]
+        if codes:
+            code = min(codes)
+            out.append(
+                ReportError(
+                    error_code=code,
+                    error_name=error_name(code),
+                    message="committed offsets could not be fetched; the reset policy applies",
+                    fatal=False,
+                )
+            )
+        return job.job_id, {tp: fetched.offsets.get(tp) for tp in job.partitions}
+
+    # --- time and epochs --------------------------------------------------------------------
+
+    def on_epoch_changed(self, out: list[Command]) -> None:
+        """Re-send jobs that were waiting for a fresh member epoch."""
+        _, epoch = self._identity()
+        for job in list(self._commits.values()):
+            if job.waiting_for_epoch and job.sent_epoch != epoch:
+                self._send_commit(job, job.offsets, out)
+        for fetch in self._fetches.values():
+            if fetch.waiting_for_epoch and fetch.sent_epoch != epoch:
+                self._send_fetch(fetch, out)
+
+    def poll(self, now_ms: int, out: list[Command]) -> list[int]:
+        """Retry jobs whose backoff elapsed; finish jobs past their deadline (returns their ids)."""
+        finished: list[int] = []
+        for job in list(self._commits.values()):
+            if job.request_id is not None:
+                continue
+            if job.deadline_ms is not None and now_ms >= job.deadline_ms:
+                self._finish_commit(job, out)
+                finished.append(job.job_id)
+            elif job.retry_at_ms is not None and now_ms >= job.retry_at_ms:
+                self._send_commit(job, job.offsets, out)
+        for fetch in self._fetches.values():
+            if fetch.retry_at_ms is not None and now_ms >= fetch.retry_at_ms:
+                self._send_fetch(fetch, out)
+        return finished
+
+    def next_deadline_ms(self) -> int | None:
+        """Earliest time :meth:`poll` or :meth:`maybe_auto_commit` has something to do."""
+        times = [self._next_auto_commit_ms] if self._next_auto_commit_ms is not None else []
+        for job in self._commits.values():
+            if job.request_id is None:
+                times += [t for t in (job.retry_at_ms, job.deadline_ms) if t is not None]
+        times += [f.retry_at_ms for f in self._fetches.values() if f.retry_at_ms is not None]
+        return min(times) if times else None
+
+    def abort_group_work(self) -> None:
+        """Fenced or out of the group: drop auto/pre-revoke/close commits and every fetch."""
+        self._commits = {
+            job_id: job for job_id, job in self._commits.items() if job.reason is CommitReason.USER
+        }
+        self._fetches.clear()

@@ -1,0 +1,121 @@
+"""Kafka error codes the member reacts to, and what it does for each heartbeat error.
+
+The heartbeat table follows the Java consumer (``AbstractHeartbeatRequestManager.onErrorResponse``):
+
+=================================  ======================  =========================================
+error (code)                       action                  effect
+=================================  ======================  =========================================
+COORDINATOR_LOAD_IN_PROGRESS (14)  RETRY                   backoff, full request next; state kept
+COORDINATOR_NOT_AVAILABLE (15)     REDISCOVER_COORDINATOR  FindCoordinator, backoff reset, full next
+NOT_COORDINATOR (16)               REDISCOVER_COORDINATOR  same as 15
+transport failure                  REDISCOVER_COORDINATOR  FindCoordinator, backoff, full next
+UNKNOWN_MEMBER_ID (25)             FENCE                   FENCED, on_lost (no commit), rejoin at 0
+FENCED_MEMBER_EPOCH (110)          FENCE                   same as 25, same member id
+TOPIC_AUTHORIZATION_FAILED (29)    REPORT                  ReportError(fatal=False), no state change
+GROUP_ID_NOT_FOUND (69)            FATAL_UNLESS_LEAVING    ignored while leaving, else FATAL
+GROUP_AUTHORIZATION_FAILED (30)    FATAL                   FATAL, on_lost, ReportError(fatal=True)
+UNSUPPORTED_VERSION (35)           FATAL                   idem
+INVALID_REQUEST (42)               FATAL                   idem
+GROUP_MAX_SIZE_REACHED (81)        FATAL                   idem
+FENCED_INSTANCE_ID (82)            FATAL                   idem
+UNRELEASED_INSTANCE_ID (111)       FATAL                   idem
+UNSUPPORTED_ASSIGNOR (112)         FATAL                   idem
+INVALID_REGULAR_EXPRESSION (128)   FATAL                   idem
+any other code                     FATAL                   idem ("unexpected error")
+=================================  ======================  =========================================
+
+Every error also clears the "last sent" memory of the heartbeat manager, so the next heartbeat is a
+full request, and counts a failed attempt for the backoff.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class ErrorCode(enum.IntEnum):
+    """The Kafka protocol error codes the member core knows by name."""
+
+    NONE = 0
+    UNKNOWN_TOPIC_OR_PARTITION = 3
+    REQUEST_TIMED_OUT = 7
+    NETWORK_EXCEPTION = 13
+    COORDINATOR_LOAD_IN_PROGRESS = 14
+    COORDINATOR_NOT_AVAILABLE = 15
+    NOT_COORDINATOR = 16
+    ILLEGAL_GENERATION = 22
+    UNKNOWN_MEMBER_ID = 25
+    TOPIC_AUTHORIZATION_FAILED = 29
+    GROUP_AUTHORIZATION_FAILED = 30
+    UNSUPPORTED_VERSION = 35
+    INVALID_REQUEST = 42
+    GROUP_ID_NOT_FOUND = 69
+    GROUP_MAX_SIZE_REACHED = 81
+    FENCED_INSTANCE_ID = 82
+    UNSTABLE_OFFSET_COMMIT = 88
+    UNKNOWN_TOPIC_ID = 100
+    FENCED_MEMBER_EPOCH = 110
+    UNRELEASED_INSTANCE_ID = 111
+    UNSUPPORTED_ASSIGNOR = 112
+    STALE_MEMBER_EPOCH = 113
+    INVALID_REGULAR_EXPRESSION = 128
+
+
+def error_name(code: int) -> str:
+    """The Kafka name of ``code``, or ``UNKNOWN_ERROR_<code>`` for codes the core does not know."""
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"UNKNOWN_ERROR_{code}"
+
+
+class HeartbeatErrorAction(enum.Enum):
+    """What the member does when a heartbeat fails with a given error."""
+
+    RETRY = "retry with backoff; state unchanged"
+    REDISCOVER_COORDINATOR = "mark the coordinator unknown, look it up again, then retry"
+    FENCE = "transition to FENCED, release partitions as lost, rejoin with epoch 0"
+    REPORT = "report the error to the application; not fatal, heartbeats continue"
+    FATAL_UNLESS_LEAVING = "ignored while leaving the group, otherwise fatal"
+    FATAL = "transition to FATAL and report the error to the application"
+
+
+#: The heartbeat error table, as data. Codes missing from it are FATAL.
+HEARTBEAT_ERROR_ACTIONS: dict[ErrorCode, HeartbeatErrorAction] = {
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: HeartbeatErrorAction.RETRY,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: HeartbeatErrorAction.REDISCOVER_COORDINATOR,
+    ErrorCode.NOT_COORDINATOR: HeartbeatErrorAction.REDISCOVER_COORDINATOR,
+    ErrorCode.UNKNOWN_MEMBER_ID: HeartbeatErrorAction.FENCE,
+    ErrorCode.FENCED_MEMBER_EPOCH: HeartbeatErrorAction.FENCE,
+    ErrorCode.TOPIC_AUTHORIZATION_FAILED: HeartbeatErrorAction.REPORT,
+    ErrorCode.GROUP_ID_NOT_FOUND: HeartbeatErrorAction.FATAL_UNLESS_LEAVING,
+    ErrorCode.GROUP_AUTHORIZATION_FAILED: HeartbeatErrorAction.FATAL,
+    ErrorCode.UNSUPPORTED_VERSION: HeartbeatErrorAction.FATAL,
+    ErrorCode.INVALID_REQUEST: HeartbeatErrorAction.FATAL,
+    ErrorCode.GROUP_MAX_SIZE_REACHED: HeartbeatErrorAction.FATAL,
+    ErrorCode.FENCED_INSTANCE_ID: HeartbeatErrorAction.FATAL,
+    ErrorCode.UNRELEASED_INSTANCE_ID: HeartbeatErrorAction.FATAL,
+    ErrorCode.UNSUPPORTED_ASSIGNOR: HeartbeatErrorAction.FATAL,
+    ErrorCode.INVALID_REGULAR_EXPRESSION: HeartbeatErrorAction.FATAL,
+}
+
+
+def heartbeat_error_action(code: int) -> HeartbeatErrorAction:
+    """Look ``code`` up in :data:`HEARTBEAT_ERROR_ACTIONS`; unknown codes are FATAL."""
+    try:
+        return HEARTBEAT_ERROR_ACTIONS[ErrorCode(code)]
+    except (ValueError, KeyError):
+        return HeartbeatErrorAction.FATAL
+
+
+#: OffsetCommit / OffsetFetch errors retried with backoff (all commit reasons).
+RETRIABLE_OFFSET_ERRORS: frozenset[int] = frozenset(
+    {
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.NETWORK_EXCEPTION,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.UNSTABLE_OFFSET_COMMIT,
+    }
+)

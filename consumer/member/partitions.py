@@ -1,0 +1,73 @@
+"""Partition value types shared by inputs, commands and the reconciliation math.
+
+Two spellings of a partition exist on purpose:
+
+* :class:`TopicIdPartition` is what the group coordinator speaks (``ConsumerGroupHeartbeat`` carries
+  topic ids, never names);
+* :class:`TopicPartition` is what the application and the data plane speak (topic names).
+
+The member resolves ids to names through metadata before it hands a partition to the application.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicPartition:
+    """A partition named by topic name, as the application and the data plane know it."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicIdPartition:
+    """A partition named by topic id, as the group coordinator knows it."""
+
+    topic_id: uuid.UUID
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartitions:
+    """One entry of the heartbeat's ``TopicPartitions`` array: a topic id and its partitions."""
+
+    topic_id: uuid.UUID
+    partitions: tuple[int, ...]
+
+
+#: What a heartbeat response's ``Assignment`` carries: topic id to partition numbers.
+AssignmentMap = Mapping[uuid.UUID, tuple[int, ...]]
+
+
+def flatten_assignment(assignment: AssignmentMap) -> frozenset[TopicIdPartition]:
+    """Turn a topic-id keyed assignment into a set of single partitions (duplicates collapse)."""
+    return frozenset(
+        TopicIdPartition(topic_id, partition)
+        for topic_id, partitions in assignment.items()
+        for partition in partitions
+        if partition >= 0
+    )
+
+
+def group_by_topic(partitions: Iterable[TopicIdPartition]) -> tuple[TopicPartitions, ...]:
+    """Group single partitions into wire entries, sorted by topic id then partition."""
+    by_topic: dict[uuid.UUID, list[int]] = {}
+    for item in partitions:
+        by_topic.setdefault(item.topic_id, []).append(item.partition)
+    return tuple(
+        TopicPartitions(topic_id, tuple(sorted(by_topic[topic_id])))
+        for topic_id in sorted(by_topic, key=str)
+    )
+
+
+def sorted_partitions(partitions: Iterable[TopicPartition]) -> tuple[TopicPartition, ...]:
+    """Return partitions as a sorted tuple (the form every command carries)."""
+    return tuple(sorted(partitions))

@@ -1,0 +1,137 @@
+"""A single-member rig for the member core's unit tests (imported as a plain module)."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any, TypeVar
+
+from consumer.member import (
+    ApplyAssignment,
+    AppPolled,
+    AssignmentApplied,
+    CallbackCompleted,
+    Command,
+    CommitCompleted,
+    CommitOffsets,
+    CommittedOffsetsFetched,
+    CoordinatorChanged,
+    FetchCommittedOffsets,
+    FetchMetadata,
+    FindCoordinator,
+    HeartbeatSucceeded,
+    Input,
+    InvokeOnAssign,
+    InvokeOnLost,
+    InvokeOnRevoke,
+    Member,
+    MemberConfig,
+    MetadataResolved,
+    RevocationCompleted,
+    SendHeartbeat,
+    Subscribed,
+)
+
+FOO = uuid.UUID("00000000-0000-0000-0000-00000000f001")
+BAR = uuid.UUID("00000000-0000-0000-0000-00000000ba42")
+NAMES = {FOO: "foo", BAR: "bar"}
+
+C = TypeVar("C")
+
+
+class MemberRig:
+    """Drives one Member by hand and remembers every command it emitted."""
+
+    def __init__(self, config: MemberConfig | None = None, seed: int = 7, **overrides: Any) -> None:
+        self.config = config or MemberConfig(group_id="g", **overrides)
+        self.member = Member(config=self.config, random=random.Random(seed))
+        self.now = 0
+        self.commands: list[Command] = []
+        self.known_topics: dict[uuid.UUID, str] = dict(NAMES)
+
+    def handle(self, event: Input) -> list[Command]:
+        out = self.member.handle(event, self.now)
+        self.commands += out
+        return out
+
+    def poll(self) -> list[Command]:
+        out, _ = self.member.poll(self.now)
+        self.commands += out
+        return out
+
+    def deadline(self) -> int | None:
+        return self.member.poll(self.now)[1]
+
+    def advance(self, delta_ms: int) -> None:
+        self.now += delta_ms
+
+    def last(self, kind: type[C]) -> C:
+        for command in reversed(self.commands):
+            if isinstance(command, kind):
+                return command
+        raise AssertionError(f"no {kind.__name__} emitted")
+
+    def all(self, kind: type[C]) -> list[C]:
+        return [c for c in self.commands if isinstance(c, kind)]
+
+    def join(self, topics: tuple[str, ...] = ("foo",)) -> SendHeartbeat:
+        """Subscribe, poll, find the coordinator; returns the join heartbeat."""
+        self.handle(Subscribed(topic_names=topics))
+        self.handle(AppPolled())
+        assert any(isinstance(c, FindCoordinator) for c in self.poll())
+        self.handle(CoordinatorChanged(1))
+        out = self.poll()
+        heartbeats = [c for c in out if isinstance(c, SendHeartbeat)]
+        assert len(heartbeats) == 1
+        return heartbeats[0]
+
+    def respond(
+        self,
+        heartbeat: SendHeartbeat,
+        epoch: int,
+        assignment: dict[uuid.UUID, tuple[int, ...]] | None = None,
+        interval_ms: int = 5_000,
+    ) -> list[Command]:
+        out = self.handle(HeartbeatSucceeded(heartbeat.request_id, epoch, interval_ms, assignment))
+        return out + self.poll()
+
+    def answer_everything(self, *, revoke: bool = True, commit_error: int = 0) -> None:
+        """Answer every command that waits for an answer, like a well-behaved runtime and app."""
+        answered: set[int] = set()
+        for _ in range(50):
+            pending = [c for c in self.commands if id(c) not in answered]
+            if not pending:
+                return
+            for command in pending:
+                answered.add(id(command))
+                self._answer(command, revoke=revoke, commit_error=commit_error)
+            self.poll()
+
+    def _answer(self, command: Command, *, revoke: bool, commit_error: int) -> None:
+        if isinstance(command, FetchMetadata):
+            known = self.known_topics
+            self.handle(MetadataResolved({t: known[t] for t in command.topic_ids if t in known}))
+        elif isinstance(command, FetchCommittedOffsets):
+            self.handle(
+                CommittedOffsetsFetched(command.request_id, dict.fromkeys(command.partitions))
+            )
+        elif isinstance(command, CommitOffsets):
+            errors = dict.fromkeys(command.offsets, commit_error)
+            self.handle(CommitCompleted(command.request_id, errors))
+        elif isinstance(command, InvokeOnRevoke) and revoke:
+            self.handle(RevocationCompleted(command.request_id))
+        elif isinstance(command, InvokeOnAssign | InvokeOnLost):
+            self.handle(CallbackCompleted(command.request_id))
+        elif isinstance(command, ApplyAssignment):
+            self.handle(AssignmentApplied(command.request_id))
+
+    def stable(self, assignment: dict[uuid.UUID, tuple[int, ...]], epoch: int = 1) -> SendHeartbeat:
+        """Join and reconcile ``assignment``; returns the ack heartbeat (member is STABLE)."""
+        join = self.join(tuple(sorted({NAMES[t] for t in assignment} or {"foo"})))
+        self.respond(join, epoch, assignment)
+        self.answer_everything()
+        ack = self.last(SendHeartbeat)
+        assert ack.request_id != join.request_id
+        self.handle(HeartbeatSucceeded(ack.request_id, epoch, 5_000, None))
+        self.poll()
+        return ack

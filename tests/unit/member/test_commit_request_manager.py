@@ -1,0 +1,264 @@
+"""Commits: auto-commit, stale epochs, user commits, committed-offset fetches, close and STALE."""
+
+from __future__ import annotations
+
+from member_rig import FOO, MemberRig
+
+from consumer.member import (
+    AppPolled,
+    CallbackCompleted,
+    CloseOption,
+    CloseRequested,
+    CommitCompleted,
+    CommitOffsets,
+    CommitReason,
+    CommitRequested,
+    CommittedOffsetsFetched,
+    ConsumedOffsetsReported,
+    FetchCommittedOffsets,
+    HeartbeatSucceeded,
+    InvokeOnLost,
+    InvokeOnRevoke,
+    MemberState,
+    PollIntervalExpired,
+    ReportCommitResult,
+    ReportError,
+    RevocationCompleted,
+    SendHeartbeat,
+    ShutDown,
+    Subscribed,
+    TopicPartition,
+)
+
+S = MemberState
+FOO_0 = TopicPartition("foo", 0)
+FOO_1 = TopicPartition("foo", 1)
+
+
+def test_auto_commit_on_its_interval_commits_only_reported_offsets() -> None:
+    r = MemberRig(auto_commit_interval_ms=1_000)
+    r.stable({FOO: (0, 1)})
+    r.handle(ConsumedOffsetsReported({FOO_0: 10}))
+    r.advance(999)
+    r.poll()
+    assert not r.all(CommitOffsets)
+    r.advance(1)
+    r.poll()
+    commit = r.last(CommitOffsets)
+    assert commit.reason is CommitReason.AUTO
+    assert dict(commit.offsets) == {FOO_0: 10}
+    assert (commit.member_id, commit.member_epoch) == (r.member.member_id, 1)
+    r.handle(CommitCompleted(commit.request_id, {FOO_0: 0}))
+    r.advance(1_000)
+    r.poll()
+    assert len(r.all(CommitOffsets)) == 1  # nothing new consumed: nothing to commit
+
+
+def test_stale_epoch_on_pre_revoke_commit_is_retried_after_the_epoch_refreshes() -> None:
+    r = MemberRig()
+    r.stable({FOO: (0, 1)})
+    r.handle(AppPolled({FOO_0: 5}))
+    r.advance(5_000)
+    hb = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    r.respond(hb, 2, {FOO: (1,)})
+    first = r.last(CommitOffsets)
+    r.handle(CommitCompleted(first.request_id, {FOO_0: 113}))
+    assert r.last(CommitOffsets) is first  # waits for a fresh epoch
+    assert not r.all(InvokeOnRevoke)
+    expedited = [c for c in r.poll() if isinstance(c, SendHeartbeat)]
+    assert expedited, "a stale epoch expedites a heartbeat"
+    r.handle(HeartbeatSucceeded(expedited[0].request_id, 3, 5_000))
+    retry = r.last(CommitOffsets)
+    assert retry is not first
+    assert retry.member_epoch == 3
+    r.handle(CommitCompleted(retry.request_id, {FOO_0: 0}))
+    assert r.last(InvokeOnRevoke).partitions == (FOO_0,)
+
+
+def test_pre_revoke_commit_gives_up_at_the_rebalance_deadline_and_revokes() -> None:
+    r = MemberRig(rebalance_timeout_ms=10_000)
+    r.stable({FOO: (0, 1)})
+    r.handle(AppPolled({FOO_0: 5}))
+    r.advance(5_000)
+    r.respond([c for c in r.poll() if isinstance(c, SendHeartbeat)][0], 2, {FOO: (1,)})
+    commit = r.last(CommitOffsets)
+    r.handle(CommitCompleted(commit.request_id, {FOO_0: 16}))  # retriable: backoff
+    r.advance(2_000)
+    r.handle(AppPolled())
+    r.poll()
+    retry = r.last(CommitOffsets)
+    assert retry is not commit
+    r.advance(10_000)
+    r.handle(CommitCompleted(retry.request_id, {FOO_0: 16}))
+    assert r.last(ReportError).error_name == "NOT_COORDINATOR"
+    assert r.last(InvokeOnRevoke).partitions == (FOO_0,)
+
+
+def test_user_commit_surfaces_stale_epoch_and_retries_coordinator_errors() -> None:
+    r = MemberRig()
+    r.stable({FOO: (0,)})
+    r.handle(CommitRequested(token=7, offsets={FOO_0: 3}))
+    first = r.last(CommitOffsets)
+    assert first.reason is CommitReason.USER
+    r.handle(CommitCompleted(first.request_id, error_code=15))
+    r.advance(2_000)
+    r.handle(AppPolled())
+    r.poll()
+    second = r.last(CommitOffsets)
+    assert second is not first
+    r.handle(CommitCompleted(second.request_id, {FOO_0: 113}))
+    assert r.last(ReportCommitResult) == ReportCommitResult(7, {FOO_0: 113})
+    r.handle(CommitRequested(token=8))  # nothing consumed: completes at once
+    assert r.last(ReportCommitResult) == ReportCommitResult(8, {})
+    r.handle(CommitRequested(token=9, offsets={FOO_0: 4}))
+    r.handle(CommitCompleted(r.last(CommitOffsets).request_id, {FOO_0: 0}))
+    assert r.last(ReportCommitResult) == ReportCommitResult(9, {})
+
+
+def test_auto_commit_non_retriable_error_is_reported() -> None:
+    r = MemberRig(auto_commit_interval_ms=1_000)
+    r.stable({FOO: (0,)})
+    r.handle(AppPolled({FOO_0: 3}))
+    r.advance(1_000)
+    r.poll()
+    r.handle(CommitCompleted(r.last(CommitOffsets).request_id, {FOO_0: 29}))
+    report = r.last(ReportError)
+    assert (report.error_code, report.fatal) == (29, False)
+
+
+def test_fetch_stale_epoch_is_retried_and_never_read_as_no_offset() -> None:
+    r = MemberRig()
+    join = r.join()
+    r.respond(join, 1, {FOO: (0,)})
+    r.answer_everything_fetch = None  # type: ignore[attr-defined]
+    from consumer.member import MetadataResolved
+
+    r.handle(MetadataResolved({FOO: "foo"}))
+    fetch = r.last(FetchCommittedOffsets)
+    assert (fetch.member_id, fetch.member_epoch) == (r.member.member_id, 1)
+    r.handle(CommittedOffsetsFetched(fetch.request_id, {}, error_code=113))
+    assert r.last(FetchCommittedOffsets) is fetch
+    hb = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    r.handle(HeartbeatSucceeded(hb.request_id, 2, 5_000))
+    retry = r.last(FetchCommittedOffsets)
+    assert retry is not fetch
+    assert retry.member_epoch == 2
+    r.handle(CommittedOffsetsFetched(retry.request_id, {}, partition_errors={FOO_0: 15}))
+    r.advance(1_000)
+    r.poll()
+    third = r.last(FetchCommittedOffsets)
+    assert third is not retry
+    r.handle(CommittedOffsetsFetched(third.request_id, {FOO_0: 41}))
+    from consumer.member import ApplyAssignment
+
+    assert r.last(ApplyAssignment).committed_offsets == {FOO_0: 41}
+
+
+def test_fetch_non_retriable_error_is_reported_and_the_reset_policy_applies() -> None:
+    r = MemberRig()
+    r.respond(r.join(), 1, {FOO: (0,)})
+    from consumer.member import ApplyAssignment, MetadataResolved
+
+    r.handle(MetadataResolved({FOO: "foo"}))
+    r.handle(CommittedOffsetsFetched(r.last(FetchCommittedOffsets).request_id, error_code=30))
+    assert r.last(ReportError).error_code == 30
+    assert r.last(ApplyAssignment).committed_offsets == {FOO_0: None}
+
+
+def test_close_commits_revokes_leaves_and_shuts_down() -> None:
+    r = MemberRig()
+    r.stable({FOO: (0, 1)})
+    r.handle(AppPolled({FOO_0: 8, FOO_1: 9}))
+    r.handle(CloseRequested())
+    commit = r.last(CommitOffsets)
+    assert commit.reason is CommitReason.CLOSE
+    assert dict(commit.offsets) == {FOO_0: 8, FOO_1: 9}
+    r.handle(CommitCompleted(commit.request_id, {FOO_0: 0, FOO_1: 0}))
+    revoke = r.last(InvokeOnRevoke)
+    r.handle(RevocationCompleted(revoke.request_id))
+    leave = r.last(SendHeartbeat)
+    assert leave.request.member_epoch == -1
+    assert isinstance(r.commands[-1], ShutDown)
+    assert r.member.is_shut_down
+    assert r.member.state is S.UNSUBSCRIBED
+    assert r.member.poll(r.now) == ([], None)
+    assert r.handle(AppPolled()) == []
+    import pytest
+
+    from consumer.member import MemberStateError
+
+    with pytest.raises(MemberStateError):
+        r.handle(Subscribed(topic_names=("foo",)))
+
+
+def test_close_remaining_in_group_sends_no_leave_for_a_dynamic_member() -> None:
+    r = MemberRig(auto_commit=False)
+    r.stable({FOO: (0,)})
+    sent = len(r.all(SendHeartbeat))
+    r.handle(CloseRequested(CloseOption.REMAIN_IN_GROUP))
+    r.handle(RevocationCompleted(r.last(InvokeOnRevoke).request_id))
+    assert len(r.all(SendHeartbeat)) == sent
+    assert r.member.is_shut_down
+
+
+def test_poll_interval_expiry_leaves_loses_and_rejoins_on_the_next_poll() -> None:
+    r = MemberRig(max_poll_interval_ms=60_000)
+    r.stable({FOO: (0,)})
+    r.advance(59_999)
+    r.poll()
+    assert r.member.state is S.STABLE
+    r.advance(1)
+    r.poll()
+    assert r.member.state is S.STALE
+    leave = r.last(SendHeartbeat)
+    assert leave.request.member_epoch == -1
+    assert r.last(ReportError).error_name == "MAX_POLL_INTERVAL_EXCEEDED"
+    lost = r.last(InvokeOnLost)
+    r.handle(CallbackCompleted(lost.request_id))
+    r.advance(30_000)
+    assert not [c for c in r.poll() if isinstance(c, SendHeartbeat)]  # no heartbeats while STALE
+    r.handle(AppPolled())
+    assert r.member.state is S.JOINING
+    rejoin = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    assert rejoin.request.member_epoch == 0
+
+
+def test_poll_interval_expired_input_and_poll_before_lost_completes() -> None:
+    r = MemberRig()
+    r.stable({FOO: (0,)})
+    r.handle(PollIntervalExpired())
+    assert r.member.state is S.STALE
+    r.handle(AppPolled())  # polled, but on_lost still running: stay STALE
+    assert r.member.state is S.STALE
+    r.handle(CallbackCompleted(r.last(InvokeOnLost).request_id))
+    assert r.member.state is S.JOINING
+
+
+def test_unsubscribe_while_stale_or_fenced_drops_out_without_leaving() -> None:
+    from consumer.member import Unsubscribed
+
+    r = MemberRig()
+    r.stable({FOO: (0,)})
+    r.handle(PollIntervalExpired())
+    sent = len(r.all(SendHeartbeat))
+    r.handle(Unsubscribed())
+    assert r.member.state is S.UNSUBSCRIBED
+    assert len(r.all(SendHeartbeat)) == sent
+    r.handle(CloseRequested())
+    assert r.member.is_shut_down
+
+
+def test_resubscribing_while_leaving_rejoins_after_the_leave() -> None:
+    from consumer.member import Unsubscribed
+
+    r = MemberRig(auto_commit=False)
+    r.stable({FOO: (0,)})
+    r.handle(Unsubscribed())
+    r.handle(Subscribed(topic_names=("foo",)))
+    r.handle(RevocationCompleted(r.last(InvokeOnRevoke).request_id))
+    assert r.member.state is S.UNSUBSCRIBED
+    r.handle(AppPolled())
+    assert r.member.state is S.JOINING
+    r.handle(Subscribed(topic_names=()))  # empty names = unsubscribe; nothing owned: leave at once
+    assert r.member.state is S.UNSUBSCRIBED
+    assert r.last(SendHeartbeat).is_leave
