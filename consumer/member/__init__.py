@@ -6,9 +6,9 @@ time comes in as ``now_ms`` and effects leave as command objects that the runtim
 
 Inputs (past tense, :mod:`consumer.member.inputs`):
     Subscribed, Unsubscribed, AppPolled, ConsumedOffsetsReported, CommitRequested,
-    PollIntervalExpired, CloseRequested, RevocationCompleted, CallbackCompleted, AssignmentApplied,
-    HeartbeatSucceeded, HeartbeatFailed, HeartbeatTransportFailed, CoordinatorChanged,
-    CoordinatorLost, MetadataResolved, CommitCompleted, CommittedOffsetsFetched.
+    PollIntervalExpired, CloseRequested, FetchingStopped, RevocationCompleted, CallbackCompleted,
+    AssignmentApplied, HeartbeatSucceeded, HeartbeatFailed, HeartbeatTransportFailed,
+    CoordinatorChanged, CoordinatorLost, MetadataResolved, CommitCompleted, CommittedOffsetsFetched.
 
 Commands (imperative, :mod:`consumer.member.commands`):
     SendHeartbeat (with a HeartbeatRequest), FindCoordinator, FetchMetadata, CommitOffsets,
@@ -68,6 +68,7 @@ from consumer.member.inputs import (
     ConsumedOffsetsReported,
     CoordinatorChanged,
     CoordinatorLost,
+    FetchingStopped,
     HeartbeatFailed,
     HeartbeatSucceeded,
     HeartbeatTransportFailed,
@@ -104,6 +105,7 @@ __all__ = [
     "FatalMemberError",
     "FetchCommittedOffsets",
     "FetchMetadata",
+    "FetchingStopped",
     "FindCoordinator",
     "HEARTBEAT_ERROR_ACTIONS",
     "HeartbeatErrorAction",

@@ -2,7 +2,8 @@
 
 A *round* moves the owned assignment towards a target. Its steps, each waiting for an input:
 
-1. ``StopFetching(revoked)``;
+1. ``StopFetching(revoked)``, wait for ``FetchingStopped`` (it carries the offsets consumed up to
+   that moment);
 2. ``CommitOffsets(reason=pre-revoke)`` of the revoked partitions' consumed offsets (auto-commit
    only; wait for the commit, bounded by the rebalance timeout);
 3. ``InvokeOnRevoke(revoked)``, wait for ``RevocationCompleted`` (bounded by the rebalance timeout:
@@ -41,7 +42,12 @@ from consumer.member.commands import (
 )
 from consumer.member.commit import CommitRequestManager
 from consumer.member.config import MemberConfig
-from consumer.member.inputs import AssignmentApplied, CallbackCompleted, RevocationCompleted
+from consumer.member.inputs import (
+    AssignmentApplied,
+    CallbackCompleted,
+    FetchingStopped,
+    RevocationCompleted,
+)
 from consumer.member.partitions import (
     AssignmentMap,
     TopicIdPartition,
@@ -62,11 +68,16 @@ class RoundKind(enum.Enum):
 class RoundPhase(enum.Enum):
     """The input a running round waits for."""
 
+    STOPPING = "stopping"
     COMMITTING = "committing"
     REVOKING = "revoking"
     LOSING = "losing"
     FETCHING_OFFSETS = "fetching-offsets"
     ASSIGNING = "assigning"
+
+
+#: Phases that wait on the application and are bounded by the rebalance timeout.
+_BOUNDED_PHASES = frozenset({RoundPhase.STOPPING, RoundPhase.REVOKING})
 
 
 class ReconcileStart(enum.Enum):
@@ -96,6 +107,7 @@ class _Round:
     assigned: tuple[TopicPartition, ...]
     deadline_ms: int
     phase: RoundPhase = RoundPhase.COMMITTING
+    commit_reason: CommitReason = CommitReason.PRE_REVOKE
     waiting_id: int | None = None
     callback_id: int | None = None
     committed_offsets: dict[TopicPartition, int | None] = field(default_factory=dict)
@@ -217,7 +229,8 @@ class AssignmentManager:
         if not self.round.revoked:
             return self._finish(self.round, out)
         if kind is RoundKind.LOSE_ALL:
-            out.append(StopFetching(self.round.revoked))
+            # Lost partitions are not committed, so nothing waits for FetchingStopped.
+            out.append(StopFetching(self._next_id(), self.round.revoked))
             self.round.phase = RoundPhase.LOSING
             self.round.callback_id = self._next_id()
             out.append(InvokeOnLost(self.round.callback_id, self.round.revoked))
@@ -231,11 +244,17 @@ class AssignmentManager:
     ) -> RoundResult | None:
         if not rnd.revoked:
             return self._begin_fetch(rnd, out)
-        out.append(StopFetching(rnd.revoked))
+        rnd.phase = RoundPhase.STOPPING
+        rnd.commit_reason = reason
+        rnd.waiting_id = self._next_id()
+        out.append(StopFetching(rnd.waiting_id, rnd.revoked))
+        return None
+
+    def _commit_revoked(self, rnd: _Round, now_ms: int, out: list[Command]) -> RoundResult | None:
         if self._config.auto_commit:
             offsets = self._commits.uncommitted(rnd.revoked)
             job_id = self._commits.start_commit(
-                reason, offsets, now_ms, out, deadline_ms=rnd.deadline_ms
+                rnd.commit_reason, offsets, now_ms, out, deadline_ms=rnd.deadline_ms
             )
             if job_id is not None:
                 rnd.phase = RoundPhase.COMMITTING
@@ -290,6 +309,17 @@ class AssignmentManager:
         return RoundResult(rnd.kind, timed_out)
 
     # --- answers ----------------------------------------------------------------------------
+
+    def on_fetching_stopped(
+        self, stopped: FetchingStopped, now_ms: int, out: list[Command]
+    ) -> RoundResult | None:
+        """Fetching of the revoked partitions stopped (its offsets are already recorded)."""
+        rnd = self.round
+        if rnd is None or rnd.phase is not RoundPhase.STOPPING:
+            return None
+        if rnd.waiting_id != stopped.request_id:
+            return None
+        return self._commit_revoked(rnd, now_ms, out)
 
     def on_commit_finished(self, job_id: int, out: list[Command]) -> RoundResult | None:
         """A commit job ended (success, failure or deadline): continue with the revocation."""
@@ -351,7 +381,7 @@ class AssignmentManager:
     def check_deadline(self, now_ms: int, out: list[Command]) -> RoundResult | None:
         """Past the rebalance timeout, a revocation still not completed is given up on."""
         rnd = self.round
-        if rnd is None or rnd.phase is not RoundPhase.REVOKING or now_ms < rnd.deadline_ms:
+        if rnd is None or rnd.phase not in _BOUNDED_PHASES or now_ms < rnd.deadline_ms:
             return None
         parts = ", ".join(str(tp) for tp in rnd.revoked)
         out.append(
@@ -370,7 +400,7 @@ class AssignmentManager:
     def next_deadline_ms(self) -> int | None:
         """When :meth:`check_deadline` or a metadata retry has something to do."""
         times = []
-        if self.round is not None and self.round.phase is RoundPhase.REVOKING:
+        if self.round is not None and self.round.phase in _BOUNDED_PHASES:
             times.append(self.round.deadline_ms)
         if self._metadata_retry_at_ms is not None:
             times.append(self._metadata_retry_at_ms)

@@ -8,7 +8,8 @@ Group coordinator
 Metadata
     :class:`FetchMetadata` (resolve topic ids to names).
 Data plane
-    :class:`StopFetching` (stop fetching and drop buffered records), :class:`ApplyAssignment`
+    :class:`StopFetching` (stop fetching and drop buffered records; answer with
+    ``FetchingStopped``), :class:`ApplyAssignment`
     (make the data plane's assignment exactly ``assigned``; answer with ``AssignmentApplied``).
 Application thread
     :class:`InvokeOnRevoke` (answer with ``RevocationCompleted``), :class:`InvokeOnAssign` and
@@ -124,8 +125,14 @@ class FetchCommittedOffsets:
 
 @dataclass(frozen=True, slots=True)
 class StopFetching:
-    """Stop fetching these partitions and discard their buffered records (no answer)."""
+    """Stop fetching these partitions and discard their buffered records.
 
+    Answer with ``FetchingStopped(request_id, consumed_offsets)``: the offsets consumed up to
+    the moment fetching stopped. A revocation waits for it before its pre-revoke commit, so the
+    commit covers every record the application received and the next owner starts exactly there.
+    """
+
+    request_id: int
     partitions: tuple[TopicPartition, ...]
 
 

@@ -9,7 +9,8 @@ Application side
     :class:`CommitRequested` (explicit user commit), :class:`PollIntervalExpired`,
     :class:`CloseRequested`.
 Callbacks and data plane
-    :class:`RevocationCompleted` (answers ``InvokeOnRevoke``; may arrive late, for example after a
+    :class:`FetchingStopped` (answers ``StopFetching``), :class:`RevocationCompleted` (answers
+    ``InvokeOnRevoke``; may arrive late, for example after a
     Spark batch commit), :class:`CallbackCompleted` (answers ``InvokeOnAssign`` / ``InvokeOnLost``),
     :class:`AssignmentApplied` (answers ``ApplyAssignment``).
 Network side
@@ -107,6 +108,18 @@ class CloseRequested:
 
 
 # --- callbacks and data plane -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FetchingStopped:
+    """The data plane stopped fetching (answers ``StopFetching``).
+
+    ``consumed_offsets`` are the next offsets to read of the stopped partitions, taken when
+    fetching stopped: exactly what the application received, so what a pre-revoke commit commits.
+    """
+
+    request_id: int
+    consumed_offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +226,7 @@ Input = (
     | Unsubscribed
     | AppPolled
     | ConsumedOffsetsReported
+    | FetchingStopped
     | CommitRequested
     | PollIntervalExpired
     | CloseRequested
@@ -237,6 +251,7 @@ INPUT_TYPES: tuple[type, ...] = (
     CommitRequested,
     PollIntervalExpired,
     CloseRequested,
+    FetchingStopped,
     RevocationCompleted,
     CallbackCompleted,
     AssignmentApplied,

@@ -41,6 +41,7 @@ from consumer.member.inputs import (
     ConsumedOffsetsReported,
     CoordinatorChanged,
     CoordinatorLost,
+    FetchingStopped,
     HeartbeatFailed,
     HeartbeatSucceeded,
     HeartbeatTransportFailed,
@@ -170,6 +171,10 @@ class Member:
                     self._expire_poll_interval(now_ms, out)
             case CloseRequested():
                 self._on_close_requested(event, now_ms, out)
+            case FetchingStopped():
+                self.commits.record_consumed(event.consumed_offsets)
+                result = self.assignment.on_fetching_stopped(event, now_ms, out)
+                self._on_round_result(result, now_ms, out)
             case RevocationCompleted():
                 result = self.assignment.on_revocation_completed(event, out)
                 self._on_round_result(result, now_ms, out)

@@ -33,6 +33,7 @@ from consumer.member import (
     CommittedOffsetsFetched,
     CoordinatorChanged,
     FetchCommittedOffsets,
+    FetchingStopped,
     FetchMetadata,
     FindCoordinator,
     HeartbeatFailed,
@@ -319,6 +320,7 @@ class GroupHarness:
                 inbox.append(CommittedOffsetsFetched(command.request_id, offsets, code))
             case StopFetching():
                 driver.stopped |= set(command.partitions)
+                inbox.append(FetchingStopped(command.request_id))
             case ApplyAssignment():
                 self._apply(driver, command)
             case InvokeOnRevoke():

@@ -17,6 +17,7 @@ from consumer.member import (
     CommittedOffsetsFetched,
     CoordinatorChanged,
     FetchCommittedOffsets,
+    FetchingStopped,
     FetchMetadata,
     FindCoordinator,
     HeartbeatSucceeded,
@@ -29,7 +30,9 @@ from consumer.member import (
     MetadataResolved,
     RevocationCompleted,
     SendHeartbeat,
+    StopFetching,
     Subscribed,
+    TopicPartition,
 )
 
 FOO = uuid.UUID("00000000-0000-0000-0000-00000000f001")
@@ -48,6 +51,21 @@ class MemberRig:
         self.now = 0
         self.commands: list[Command] = []
         self.known_topics: dict[uuid.UUID, str] = dict(NAMES)
+        #: What the application had consumed when fetching stopped, reported in FetchingStopped.
+        self.consumed: dict[TopicPartition, int] = {}
+
+    def stop_done(self, offsets: dict[TopicPartition, int] | None = None) -> list[Command]:
+        """Answer the latest StopFetching (with ``offsets``, or what ``consumed`` holds)."""
+        stop = self.last(StopFetching)
+        return self.handle(
+            FetchingStopped(
+                stop.request_id, offsets if offsets is not None else self.consumed_at_stop(stop)
+            )
+        )
+
+    def consumed_at_stop(self, command: StopFetching) -> dict[TopicPartition, int]:
+        """The consumed offsets of the stopped partitions (as the data plane would report)."""
+        return {tp: self.consumed[tp] for tp in command.partitions if tp in self.consumed}
 
     def handle(self, event: Input) -> list[Command]:
         out = self.member.handle(event, self.now)
@@ -118,6 +136,8 @@ class MemberRig:
         elif isinstance(command, CommitOffsets):
             errors = dict.fromkeys(command.offsets, commit_error)
             self.handle(CommitCompleted(command.request_id, errors))
+        elif isinstance(command, StopFetching):
+            self.handle(FetchingStopped(command.request_id, self.consumed_at_stop(command)))
         elif isinstance(command, InvokeOnRevoke) and revoke:
             self.handle(RevocationCompleted(command.request_id))
         elif isinstance(command, InvokeOnAssign | InvokeOnLost):

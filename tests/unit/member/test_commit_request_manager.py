@@ -61,6 +61,8 @@ def test_stale_epoch_on_pre_revoke_commit_is_retried_after_the_epoch_refreshes()
     r.advance(5_000)
     hb = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
     r.respond(hb, 2, {FOO: (1,)})
+    assert not r.all(CommitOffsets)[1:], "nothing is committed before fetching stopped"
+    r.stop_done()
     first = r.last(CommitOffsets)
     r.handle(CommitCompleted(first.request_id, {FOO_0: 113}))
     assert r.last(CommitOffsets) is first  # waits for a fresh epoch
@@ -81,6 +83,7 @@ def test_pre_revoke_commit_gives_up_at_the_rebalance_deadline_and_revokes() -> N
     r.handle(AppPolled({FOO_0: 5}))
     r.advance(5_000)
     r.respond([c for c in r.poll() if isinstance(c, SendHeartbeat)][0], 2, {FOO: (1,)})
+    r.stop_done()
     commit = r.last(CommitOffsets)
     r.handle(CommitCompleted(commit.request_id, {FOO_0: 16}))  # retriable: backoff
     r.advance(2_000)
@@ -168,8 +171,10 @@ def test_fetch_non_retriable_error_is_reported_and_the_reset_policy_applies() ->
 def test_close_commits_revokes_leaves_and_shuts_down() -> None:
     r = MemberRig()
     r.stable({FOO: (0, 1)})
-    r.handle(AppPolled({FOO_0: 8, FOO_1: 9}))
+    r.handle(AppPolled({FOO_0: 8, FOO_1: 7}))
     r.handle(CloseRequested())
+    # The offsets reported when fetching stopped win over the older AppPolled ones.
+    r.stop_done({FOO_1: 9})
     commit = r.last(CommitOffsets)
     assert commit.reason is CommitReason.CLOSE
     assert dict(commit.offsets) == {FOO_0: 8, FOO_1: 9}
@@ -196,6 +201,7 @@ def test_close_remaining_in_group_sends_no_leave_for_a_dynamic_member() -> None:
     r.stable({FOO: (0,)})
     sent = len(r.all(SendHeartbeat))
     r.handle(CloseRequested(CloseOption.REMAIN_IN_GROUP))
+    r.stop_done()
     r.handle(RevocationCompleted(r.last(InvokeOnRevoke).request_id))
     assert len(r.all(SendHeartbeat)) == sent
     assert r.member.is_shut_down
@@ -254,6 +260,7 @@ def test_resubscribing_while_leaving_rejoins_after_the_leave() -> None:
     r = MemberRig(auto_commit=False)
     r.stable({FOO: (0,)})
     r.handle(Unsubscribed())
+    r.stop_done()
     r.handle(Subscribed(topic_names=("foo",)))
     r.handle(RevocationCompleted(r.last(InvokeOnRevoke).request_id))
     assert r.member.state is S.UNSUBSCRIBED

@@ -31,6 +31,7 @@ from consumer.member import (
     CoordinatorChanged,
     CoordinatorLost,
     FetchCommittedOffsets,
+    FetchingStopped,
     FetchMetadata,
     FindCoordinator,
     HeartbeatFailed,
@@ -45,6 +46,7 @@ from consumer.member import (
     MetadataResolved,
     RevocationCompleted,
     SendHeartbeat,
+    StopFetching,
     Subscribed,
     TopicPartition,
     Unsubscribed,
@@ -203,6 +205,9 @@ def _event_for(  # noqa: C901
             if isinstance(cmd, InvokeOnAssign | InvokeOnLost):
                 return CallbackCompleted(cmd.request_id)
         if what in ("all", "data"):
+            stop = _first_unanswered(r, StopFetching, answered)
+            if isinstance(stop, StopFetching):
+                return FetchingStopped(stop.request_id)
             cmd = _first_unanswered(r, ApplyAssignment, answered)
             if isinstance(cmd, ApplyAssignment):
                 return AssignmentApplied(cmd.request_id)

@@ -24,6 +24,7 @@ from consumer.member import (
     CoordinatorChanged,
     CoordinatorLost,
     FetchCommittedOffsets,
+    FetchingStopped,
     HeartbeatFailed,
     HeartbeatSucceeded,
     HeartbeatTransportFailed,
@@ -37,6 +38,7 @@ from consumer.member import (
     PollIntervalExpired,
     RevocationCompleted,
     SendHeartbeat,
+    StopFetching,
     Subscribed,
     TopicPartition,
     Unsubscribed,
@@ -107,6 +109,7 @@ def sample_input(kind: type, r: MemberRig) -> Input:
         CommitRequested: lambda: CommitRequested(token=1, offsets={FOO_0: 3}),
         PollIntervalExpired: PollIntervalExpired,
         CloseRequested: CloseRequested,
+        FetchingStopped: lambda: FetchingStopped(last_id(StopFetching), {FOO_0: 9}),
         RevocationCompleted: lambda: RevocationCompleted(last_id(InvokeOnRevoke)),
         CallbackCompleted: lambda: CallbackCompleted(
             max(last_id(InvokeOnAssign), last_id(InvokeOnLost))

@@ -49,12 +49,14 @@ def test_revoke_then_assign_in_the_documented_order() -> None:
     r.respond(interval_heartbeat(r), 2, {FOO: (1, 2)})
     assert r.member.state is S.RECONCILE_ASSIGNMENT
     kinds = [type(c) for c in r.commands[start:] if not isinstance(c, SendHeartbeat)]
-    assert kinds == [StopFetching, CommitOffsets]
+    assert kinds == [StopFetching], "the commit waits until fetching has stopped"
+    assert r.last(StopFetching).partitions == (tp("foo", 0),)
+    # Records returned between the last report (42) and the stop (45) are committed too.
+    r.stop_done({tp("foo", 0): 45})
     commit = r.last(CommitOffsets)
     assert commit.reason is CommitReason.PRE_REVOKE
-    assert dict(commit.offsets) == {tp("foo", 0): 42}
+    assert dict(commit.offsets) == {tp("foo", 0): 45}
     assert (commit.member_id, commit.member_epoch) == (r.member.member_id, 2)
-    assert r.last(StopFetching).partitions == (tp("foo", 0),)
     r.handle(CommitCompleted(commit.request_id, {tp("foo", 0): 0}))
     revoke = r.last(InvokeOnRevoke)
     assert revoke.partitions == (tp("foo", 0),)
@@ -204,6 +206,7 @@ def test_callback_errors_are_reported_and_the_round_continues() -> None:
     r = MemberRig(auto_commit=False)
     r.stable({FOO: (0, 1)})
     r.respond(interval_heartbeat(r), 2, {FOO: (1, 2)})
+    r.stop_done()
     r.handle(RevocationCompleted(r.last(InvokeOnRevoke).request_id, error="boom"))
     r.handle(CommittedOffsetsFetched(r.last(FetchCommittedOffsets).request_id, {}))
     r.handle(AssignmentApplied(r.last(ApplyAssignment).request_id))
