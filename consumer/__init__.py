@@ -1,3 +1,27 @@
-"""kafka-group-member: a KIP-848 consumer-group member for Python."""
+"""kafka-group-member: a KIP-848 consumer-group member for Python.
 
-__version__ = "0.1.0"
+``from consumer import Consumer`` is a drop-in replacement for ``confluent_kafka.Consumer``.
+"""
+
+from consumer._client.consumer import Consumer
+from consumer._client.errors import (
+    CallbackMisuseError,
+    ConsumerClosedError,
+    ConsumerKafkaException,
+)
+from consumer._version import __version__
+from consumer.config import ConfigError, ConsumerConfig, parse_config
+from consumer.errors import ConsumerError, KafkaError
+
+__all__ = [
+    "CallbackMisuseError",
+    "ConfigError",
+    "Consumer",
+    "ConsumerClosedError",
+    "ConsumerConfig",
+    "ConsumerError",
+    "ConsumerKafkaException",
+    "KafkaError",
+    "__version__",
+    "parse_config",
+]

@@ -26,7 +26,7 @@ from typing import Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from consumer import __version__
+from consumer._version import __version__
 from consumer._wire import (
     ALL_GROUP_APIS,
     DEFAULT_MAX_FRAME_BYTES,

@@ -1,0 +1,90 @@
+"""The thread boundary: two queues between the application thread and the background loop.
+
+``to_background`` carries application events (subscribe, commit, poll heartbeats, callback
+completions, close) into the asyncio loop and wakes it; ``to_application`` carries background
+events (assignment changes, callbacks to run, errors, commit results) to the thread that calls
+``poll()``. Checking an empty queue from ``poll()`` is a length check: O(1), no lock taken.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class ToBackground(Generic[T]):
+    """Application -> background. ``put`` is thread-safe and wakes the loop's waiter."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[T] = collections.deque()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wakeup: asyncio.Event | None = None
+
+    def attach(self, loop: asyncio.AbstractEventLoop, wakeup: asyncio.Event) -> None:
+        """Bind to the background loop; called once from inside that loop."""
+        self._loop = loop
+        self._wakeup = wakeup
+
+    def put(self, item: T) -> None:
+        """Enqueue ``item`` (from any thread) and wake the background loop."""
+        self._items.append(item)
+        loop, wakeup = self._loop, self._wakeup
+        if loop is not None and wakeup is not None and not loop.is_closed():
+            # The loop may close between the check and the call: then nobody needs waking.
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(wakeup.set)
+
+    def drain(self) -> list[T]:
+        """Take every queued item, oldest first (background thread only)."""
+        items: list[T] = []
+        while self._items:
+            items.append(self._items.popleft())
+        return items
+
+
+class ToApplication(Generic[T]):
+    """Background -> application. Readers block on a condition, never on a sleep."""
+
+    def __init__(self) -> None:
+        self._items: collections.deque[T] = collections.deque()
+        self._condition = threading.Condition(threading.Lock())
+        self._listeners: list[Callable[[], None]] = []
+
+    def put(self, item: T) -> None:
+        """Enqueue ``item`` and wake a thread blocked in :meth:`wait`."""
+        with self._condition:
+            self._items.append(item)
+            self._condition.notify_all()
+        for listener in self._listeners:
+            listener()
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (from the background thread) after every ``put``."""
+        self._listeners.append(listener)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def pop(self) -> T | None:
+        """The oldest item, or ``None`` when empty (never blocks)."""
+        try:
+            return self._items.popleft()
+        except IndexError:
+            return None
+
+    def wait(self, timeout_s: float) -> bool:
+        """Block until an item is queued or ``timeout_s`` passes; True if one is there."""
+        with self._condition:
+            if self._items:
+                return True
+            self._condition.wait(timeout_s)
+            return bool(self._items)

@@ -1,0 +1,1 @@
+"""Ring 3: what applications touch (the Consumer facade and its librdkafka data plane)."""

@@ -1,0 +1,233 @@
+"""What the application thread does with the background's events, inside ``poll()``.
+
+The background loop never calls user code and never touches the data plane. It queues commands;
+:class:`AppThreadServer` executes them on the thread that calls ``poll()`` / ``consume()`` /
+``close()``: it stops fetching revoked partitions, applies assignment changes to the data plane,
+runs ``on_revoke`` / ``on_assign`` / ``on_lost`` with ``confluent_kafka.TopicPartition`` lists,
+reports each completion back, and turns reported errors into exceptions.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, KafkaError
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._client.dataplane import DataPlane
+from consumer._client.errors import ConsumerKafkaException, kafka_exception
+from consumer._runtime.background import AppEvent, RuntimeFailed, StateChanged, ToAppEvent
+from consumer.member import (
+    ApplyAssignment,
+    AssignmentApplied,
+    CallbackCompleted,
+    FetchingStopped,
+    InvokeOnAssign,
+    InvokeOnLost,
+    InvokeOnRevoke,
+    ReportCommitResult,
+    ReportError,
+    RevocationCompleted,
+    ShutDown,
+    StopFetching,
+    TopicPartition,
+)
+
+RebalanceCallback = Callable[[Any, list[KafkaTopicPartition]], None]
+CommitCallback = Callable[[KafkaError | None, list[KafkaTopicPartition]], None]
+
+_log = logging.getLogger("consumer")
+
+
+@dataclass
+class Callbacks:
+    """The application's rebalance callbacks (``subscribe``) and config callbacks."""
+
+    on_assign: RebalanceCallback | None = None
+    on_revoke: RebalanceCallback | None = None
+    on_lost: RebalanceCallback | None = None
+    error_cb: Callable[..., object] | None = None
+    on_state_change: Callable[..., object] | None = None
+
+
+@dataclass
+class CommitWaiter:
+    """A user commit waiting for its result."""
+
+    offsets: Mapping[TopicPartition, int]
+    on_result: Callable[[ReportCommitResult], None]
+
+
+@dataclass
+class AppThreadServer:
+    """Executes background events on the application thread (see the module docstring)."""
+
+    consumer: Any
+    dataplane: DataPlane
+    to_background: ToBackground[AppEvent]
+    to_application: ToApplication[ToAppEvent]
+    callbacks: Callbacks
+    auto_offset_reset: str
+    consumed_offsets: Callable[[Iterable[TopicPartition]], dict[TopicPartition, int]]
+    owned: set[TopicPartition] = field(default_factory=set)
+    commit_waiters: dict[int, CommitWaiter] = field(default_factory=dict)
+    fatal_error: ConsumerKafkaException | None = None
+    shut_down: bool = False
+    in_callback: bool = False
+    _deferred: collections.deque[ToAppEvent] = field(default_factory=collections.deque)
+    _pending_errors: collections.deque[BaseException] = field(default_factory=collections.deque)
+
+    def pending(self) -> bool:
+        """True when there is something to serve (O(1))."""
+        return bool(self._deferred) or bool(self.to_application)
+
+    def serve(self) -> None:
+        """Execute every queued event; raise the first error the application must see."""
+        if not self.in_callback:
+            while True:
+                event = self._deferred.popleft() if self._deferred else self.to_application.pop()
+                if event is None:
+                    break
+                self._execute(event)
+        self.raise_pending()
+
+    def raise_pending(self) -> None:
+        """Raise a fatal error (every time) or a queued non-fatal one (once)."""
+        if self.fatal_error is not None:
+            raise self.fatal_error
+        if self._pending_errors:
+            raise self._pending_errors.popleft()
+
+    def take_commit_result(self, token: int, timeout_s: float) -> bool:
+        """Wait for the result of user commit ``token`` without running other events.
+
+        Used by synchronous ``commit()``, which may itself run inside ``on_revoke``: every
+        other event is set aside and served later, in order, by :meth:`serve`.
+        """
+        deadline = time.monotonic() + timeout_s
+        while token in self.commit_waiters:
+            event = self.to_application.pop()
+            if event is None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self.to_application.wait(remaining)
+                continue
+            if isinstance(event, ReportCommitResult) and event.token == token:
+                self._execute(event)
+            elif isinstance(event, RuntimeFailed):
+                self._execute(event)
+                self.raise_pending()
+            else:
+                self._deferred.append(event)
+        return True
+
+    # --- one event ----------------------------------------------------------------------------
+
+    def _execute(self, event: ToAppEvent) -> None:  # noqa: C901 - one arm per event type
+        match event:
+            case StopFetching(request_id=request_id, partitions=partitions):
+                self._stop_fetching(request_id, partitions)
+            case ApplyAssignment():
+                self._apply(event)
+            case InvokeOnRevoke(request_id=request_id, partitions=partitions):
+                error = self._run_callback(self.callbacks.on_revoke, partitions)
+                self.owned.difference_update(partitions)
+                self.to_background.put(RevocationCompleted(request_id, error))
+            case InvokeOnAssign(request_id=request_id, partitions=partitions):
+                error = self._run_callback(self.callbacks.on_assign, partitions)
+                self.to_background.put(CallbackCompleted(request_id, error))
+            case InvokeOnLost(request_id=request_id, partitions=partitions):
+                # As confluent-kafka: without on_lost, lost partitions go to on_revoke.
+                callback = self.callbacks.on_lost or self.callbacks.on_revoke
+                self.dataplane.unassign((tp.topic, tp.partition) for tp in partitions)
+                error = self._run_callback(callback, partitions)
+                self.owned.difference_update(partitions)
+                self.to_background.put(CallbackCompleted(request_id, error))
+            case ReportError():
+                self._report(event)
+            case ReportCommitResult(token=token):
+                waiter = self.commit_waiters.pop(token, None)
+                if waiter is not None:
+                    waiter.on_result(event)
+            case StateChanged(previous=previous, current=current):
+                if self.callbacks.on_state_change is not None:
+                    self._guarded(self.callbacks.on_state_change, previous.name, current.name)
+            case RuntimeFailed(error=error):
+                self.fatal_error = kafka_exception(
+                    KafkaError._FATAL,
+                    f"the consumer's background loop died: {error!r}",
+                    fatal=True,
+                )
+            case ShutDown():
+                self.shut_down = True
+            case _:
+                raise AssertionError(f"unexpected background event {event!r}")
+
+    def _stop_fetching(self, request_id: int, partitions: Iterable[TopicPartition]) -> None:
+        partitions = tuple(partitions)
+        # Read on the thread that receives records, right before fetching stops: the offsets
+        # cover exactly the records already returned, so the pre-revoke commit hands the
+        # partitions over without a gap and without a duplicate.
+        offsets = self.consumed_offsets(partitions)
+        self.dataplane.unassign((tp.topic, tp.partition) for tp in partitions)
+        self.to_background.put(FetchingStopped(request_id, offsets))
+
+    def _apply(self, command: ApplyAssignment) -> None:
+        self.dataplane.unassign((tp.topic, tp.partition) for tp in command.removed)
+        starts: dict[tuple[str, int], int] = {}
+        for tp in command.added:
+            committed = command.committed_offsets.get(tp)
+            starts[(tp.topic, tp.partition)] = (
+                committed if committed is not None else self._reset_start()
+            )
+        self.dataplane.assign(starts)
+        self.owned = set(command.assigned)
+        self.to_background.put(AssignmentApplied(command.request_id))
+
+    def _reset_start(self) -> int:
+        if self.auto_offset_reset == "earliest":
+            return OFFSET_BEGINNING
+        if self.auto_offset_reset == "latest":
+            return OFFSET_END
+        # "error": let librdkafka look for a stored offset and raise its reset error.
+        return OFFSET_STORED
+
+    def _run_callback(
+        self, callback: RebalanceCallback | None, partitions: Iterable[TopicPartition]
+    ) -> str | None:
+        if callback is None:
+            return None
+        kafka_partitions = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
+        self.in_callback = True
+        try:
+            callback(self.consumer, kafka_partitions)
+        except Exception as exc:  # noqa: BLE001 - re-raised from poll(), as in Java
+            self._pending_errors.append(exc)
+            return f"{type(exc).__name__}: {exc}"
+        finally:
+            self.in_callback = False
+        return None
+
+    def _guarded(self, function: Callable[..., object], *args: object) -> None:
+        try:
+            function(*args)
+        except Exception as exc:  # noqa: BLE001
+            self._pending_errors.append(exc)
+
+    def _report(self, report: ReportError) -> None:
+        code = report.error_code if report.error_code is not None else KafkaError._FAIL
+        message = f"{report.error_name}: {report.message}"
+        if report.fatal:
+            self.fatal_error = kafka_exception(code, message, fatal=True)
+            return
+        if self.callbacks.error_cb is not None:
+            self._guarded(self.callbacks.error_cb, KafkaError(code, message))
+        else:
+            _log.warning("consumer group error: %s", message)

@@ -1,0 +1,552 @@
+"""``consumer.Consumer``: a drop-in replacement for ``confluent_kafka.Consumer``.
+
+Same constructor config dict, method names, arguments and callback signatures. The group side
+(heartbeats, reconciliation, commits with the member epoch) is our KIP-848 member running on a
+background thread; records come straight from librdkafka in assign mode and never pass through
+a Python queue.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import time
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Any
+
+from confluent_kafka import KafkaError, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._client.app_thread import (
+    AppThreadServer,
+    Callbacks,
+    CommitWaiter,
+    RebalanceCallback,
+)
+from consumer._client.dataplane import DataPlane
+from consumer._client.errors import (
+    CallbackMisuseError,
+    ConsumerClosedError,
+    ConsumerKafkaException,
+    kafka_exception,
+)
+from consumer._runtime.background import (
+    AppEvent,
+    BackgroundRuntime,
+    ClusterSettings,
+    ToAppEvent,
+)
+from consumer.config import ConsumerConfig, parse_config
+from consumer.member import (
+    AppPolled,
+    CloseRequested,
+    CommitRequested,
+    ConsumedOffsetsReported,
+    MemberConfig,
+    MemberState,
+    ReportCommitResult,
+    Subscribed,
+    TopicPartition,
+    Unsubscribed,
+)
+
+#: How long one wait inside poll() may block before the background's events are checked again.
+_POLL_SLICE_S = 0.05
+#: Shorter slice while a rebalance is in progress, so callbacks and acks are not delayed.
+_REBALANCE_POLL_SLICE_S = 0.005
+_REBALANCING = frozenset(
+    {
+        MemberState.JOINING,
+        MemberState.RECONCILE_ASSIGNMENT,
+        MemberState.ACK_ASSIGNMENT,
+        MemberState.UNSUBSCRIBING,
+        MemberState.FENCED,
+    }
+)
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+def _deadline(timeout: float | None) -> float:
+    if timeout is None or timeout < 0:
+        return math.inf
+    return time.monotonic() + timeout
+
+
+class Consumer:
+    """A Kafka consumer-group member with the API of ``confluent_kafka.Consumer``.
+
+    ``Consumer(config)`` takes librdkafka's configuration keys (see
+    ``docs/reference/configuration.md``); ``group.protocol`` is ``consumer`` (KIP-848).
+    """
+
+    def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
+        self._config: ConsumerConfig = parse_config({**(config or {}), **kwargs})
+        self._to_background: ToBackground[AppEvent] = ToBackground()
+        self._to_application: ToApplication[ToAppEvent] = ToApplication()
+        self._dataplane = DataPlane(dict(self._config.data_plane))
+        self._runtime: BackgroundRuntime | None = None
+        self._tokens = itertools.count(1)
+        self._stored_offsets: dict[TopicPartition, int] = {}
+        self._closed = False
+        self._last_poll_report_ms = 0
+        self._poll_report_interval_ms = max(
+            10,
+            min(
+                1000,
+                self._config.auto_commit_interval_ms or 1000,
+                self._config.max_poll_interval_ms // 4,
+            ),
+        )
+        self._server = AppThreadServer(
+            consumer=self,
+            dataplane=self._dataplane,
+            to_background=self._to_background,
+            to_application=self._to_application,
+            callbacks=Callbacks(
+                error_cb=self._config.error_cb,
+                on_state_change=self._config.on_state_change,
+            ),
+            auto_offset_reset=self._config.auto_offset_reset,
+            consumed_offsets=self._consumed_offsets,
+        )
+        self._committed_results: dict[int, Any] = {}
+
+    # --- extras beyond confluent-kafka ----------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        """The member state: UNSUBSCRIBED, JOINING, ..., STABLE, FENCED, STALE, FATAL."""
+        return MemberState.UNSUBSCRIBED.name if self._runtime is None else self._runtime.state.name
+
+    @property
+    def member_epoch(self) -> int:
+        """The member epoch the coordinator gave this member (0 before joining)."""
+        return 0 if self._runtime is None else self._runtime.member_epoch
+
+    # --- subscription ---------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topics: list[str],
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
+    ) -> None:
+        """Subscribe to topic names; a name starting with ``^`` is a broker-side RE2J regex."""
+        self._check_open()
+        self._check_not_in_callback("subscribe")
+        if isinstance(topics, str) or not isinstance(topics, Sequence) or not topics:
+            raise TypeError("subscribe() takes a non-empty list of topic names or ^regexes")
+        names, patterns = [], []
+        for topic in topics:
+            if not isinstance(topic, str) or not topic:
+                raise TypeError(f"topic names must be non-empty strings, got {topic!r}")
+            if topic.startswith("^"):
+                patterns.append(topic)
+            elif _TOPIC_NAME.fullmatch(topic) is None:
+                raise ValueError(
+                    f"invalid topic name {topic!r}: use 1-249 characters of [a-zA-Z0-9._-], "
+                    "or start it with ^ to subscribe by regex"
+                )
+            else:
+                names.append(topic)
+        for name, callback in (
+            ("on_assign", on_assign),
+            ("on_revoke", on_revoke),
+            ("on_lost", on_lost),
+        ):
+            if callback is not None and not callable(callback):
+                raise TypeError(f"{name} must be callable, got {callback!r}")
+        callbacks = self._server.callbacks
+        callbacks.on_assign, callbacks.on_revoke, callbacks.on_lost = on_assign, on_revoke, on_lost
+        if patterns:
+            # As librdkafka: regexes are OR-ed, and plain names join them as literal alternatives.
+            alternatives = [f"({p})" for p in patterns] + [re.escape(n) for n in names]
+            event = Subscribed(topic_regex="|".join(alternatives))
+        else:
+            event = Subscribed(topic_names=tuple(sorted(set(names))))
+        self._ensure_runtime()
+        self._to_background.put(event)
+
+    def unsubscribe(self) -> None:
+        """Leave the group (revoking the assignment first); the consumer stays usable."""
+        self._check_open()
+        self._check_not_in_callback("unsubscribe")
+        if self._runtime is not None:
+            self._report_consumed()
+            self._to_background.put(Unsubscribed())
+
+    # --- records --------------------------------------------------------------------------------
+
+    def poll(self, timeout: float | None = -1) -> Message | None:
+        """Serve rebalance callbacks, then return one record (or event), or None on timeout."""
+        self._enter_poll()
+        deadline = _deadline(timeout)
+        while True:
+            self._server.serve()
+            self._signal_poll()
+            remaining = deadline - time.monotonic()
+            if not self._dataplane.assigned:
+                if remaining <= 0:
+                    return None
+                self._to_application.wait(min(remaining, self._slice_s()))
+                continue
+            message = self._dataplane.poll(max(0.0, min(remaining, self._slice_s())))
+            if message is not None:
+                return message
+            if remaining <= 0:
+                return None
+
+    def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        """Serve rebalance callbacks, then return up to ``num_messages`` records."""
+        if not isinstance(num_messages, int) or not 1 <= num_messages <= 1_000_000:
+            raise ValueError(f"num_messages must be an int in 1..1000000, got {num_messages!r}")
+        self._enter_poll()
+        deadline = _deadline(timeout)
+        while True:
+            self._server.serve()
+            self._signal_poll()
+            remaining = deadline - time.monotonic()
+            if not self._dataplane.assigned:
+                if remaining <= 0:
+                    return []
+                self._to_application.wait(min(remaining, self._slice_s()))
+                continue
+            messages = self._dataplane.consume(
+                num_messages, max(0.0, min(remaining, self._slice_s()))
+            )
+            if messages or remaining <= 0:
+                return messages
+
+    # --- offsets --------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        message: Message | None = None,
+        offsets: list[KafkaTopicPartition] | None = None,
+        asynchronous: bool = True,
+    ) -> list[KafkaTopicPartition] | None:
+        """Commit offsets with the member epoch (those consumed so far when none are given).
+
+        Synchronous commits return the partitions with per-partition errors and raise on a
+        request failure; asynchronous results go to ``on_commit(err, partitions)``.
+        """
+        self._check_open()
+        if message is not None and offsets is not None:
+            raise ValueError("commit() takes message or offsets, not both")
+        if message is not None:
+            if message.error() is not None:
+                raise ValueError("cannot commit a message that carries an error")
+            chosen = {
+                TopicPartition(message.topic() or "", message.partition() or 0): (
+                    (message.offset() or 0) + 1
+                )
+            }
+        elif offsets is not None:
+            chosen = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in offsets}
+        else:
+            chosen = self._consumed_offsets(self._server.owned)
+        if not chosen:
+            raise kafka_exception(KafkaError._NO_OFFSET, "no offsets to commit")
+        if self._runtime is None:
+            raise kafka_exception(
+                KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
+            )
+        token = next(self._tokens)
+        outcome: list[ReportCommitResult] = []
+
+        def on_result(result: ReportCommitResult) -> None:
+            outcome.append(result)
+            if asynchronous and self._config.on_commit is not None:
+                error, partitions = _commit_outcome(chosen, result)
+                self._config.on_commit(error, partitions)
+
+        self._server.commit_waiters[token] = CommitWaiter(chosen, on_result)
+        self._to_background.put(CommitRequested(token, dict(chosen)))
+        if asynchronous:
+            return None
+        timeout_s = self._config.max_poll_interval_ms / 1000
+        if not self._server.take_commit_result(token, timeout_s):
+            self._server.commit_waiters.pop(token, None)
+            raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
+        error, partitions = _commit_outcome(chosen, outcome[0])
+        if error is not None:
+            raise ConsumerKafkaException(error)
+        return partitions
+
+    def store_offsets(
+        self, message: Message | None = None, offsets: list[KafkaTopicPartition] | None = None
+    ) -> None:
+        """Store offsets for the next commit (needs ``enable.auto.offset.store=false``)."""
+        self._check_open()
+        if self._config.enable_auto_offset_store:
+            raise kafka_exception(
+                KafkaError._INVALID_ARG,
+                "store_offsets() needs enable.auto.offset.store=false",
+            )
+        if (message is None) == (offsets is None):
+            raise ValueError("store_offsets() takes exactly one of message or offsets")
+        if message is not None:
+            key = TopicPartition(message.topic() or "", message.partition() or 0)
+            self._stored_offsets[key] = (message.offset() or 0) + 1
+        else:
+            for tp in offsets or ():
+                self._stored_offsets[TopicPartition(tp.topic, tp.partition)] = tp.offset
+
+    def committed(
+        self, partitions: list[KafkaTopicPartition], timeout: float | None = -1
+    ) -> list[KafkaTopicPartition]:
+        """The committed offsets of ``partitions`` (OffsetFetch with the member epoch)."""
+        self._check_open()
+        self._ensure_runtime()
+        wanted = tuple(TopicPartition(tp.topic, tp.partition) for tp in partitions)
+        assert self._runtime is not None
+        timeout_s = 60.0 if timeout is None or timeout < 0 else float(timeout)
+        try:
+            result = self._runtime.fetch_committed_blocking(wanted, timeout_s=timeout_s)
+        except TimeoutError:
+            raise kafka_exception(
+                KafkaError._TIMED_OUT, f"committed() timed out after {timeout_s} s"
+            ) from None
+        return [
+            KafkaTopicPartition(tp.topic, tp.partition, offset)
+            for tp, offset in zip(wanted, result, strict=True)
+        ]
+
+    def position(self, partitions: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
+        """The offset of the next record to return, per partition (OFFSET_INVALID if unknown)."""
+        self._check_open()
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        known = self._dataplane.positions(keys)
+        return [KafkaTopicPartition(t, p, known.get((t, p), -1001)) for t, p in keys]
+
+    def assignment(self) -> list[KafkaTopicPartition]:
+        """The partitions this member owns now."""
+        self._check_open()
+        return [KafkaTopicPartition(tp.topic, tp.partition) for tp in sorted(self._server.owned)]
+
+    # --- fetch control --------------------------------------------------------------------------
+
+    def pause(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Stop returning records of these partitions until ``resume()``."""
+        self._check_open()
+        self._dataplane.pause(partitions)
+
+    def resume(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Resume paused partitions."""
+        self._check_open()
+        self._dataplane.resume(partitions)
+
+    def seek(self, partition: KafkaTopicPartition) -> None:
+        """Move the fetch position of an owned partition."""
+        self._check_open()
+        self._dataplane.seek(partition)
+
+    def get_watermark_offsets(
+        self, partition: KafkaTopicPartition, timeout: float | None = -1, cached: bool = False
+    ) -> tuple[int, int] | None:
+        """Low and high watermark offsets of a partition."""
+        self._check_open()
+        timeout_s = None if timeout is None or timeout < 0 else timeout
+        return self._dataplane.get_watermark_offsets(partition, timeout_s, cached)
+
+    def cluster_id(self, timeout: float = -1) -> str | None:
+        """The cluster id, as ``confluent_kafka.Consumer.cluster_id``."""
+        self._check_open()
+        return self._dataplane.cluster_id(timeout)
+
+    # --- assignment calls from rebalance callbacks -------------------------------------------
+
+    def incremental_assign(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Inside ``on_assign``: start these partitions at the offsets given (if any).
+
+        confluent-kafka applications call this in ``on_assign`` to choose start offsets. The
+        member has already assigned the partitions at their committed offsets; partitions whose
+        ``offset`` is set (absolute, or OFFSET_BEGINNING / OFFSET_END) are moved there. Outside a
+        callback, manual assignment is refused: this consumer's partitions come from the group.
+        """
+        self._check_assignment_call("incremental_assign")
+        for tp in partitions:
+            if tp.offset >= 0 or tp.offset in (-2, -1):  # absolute, BEGINNING, END
+                self._dataplane.seek(tp)
+
+    def assign(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Inside ``on_assign``: as :meth:`incremental_assign` (the assignment is the group's)."""
+        self.incremental_assign(partitions)
+
+    def incremental_unassign(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
+        self._check_assignment_call("incremental_unassign")
+
+    def unassign(self) -> None:
+        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
+        self._check_assignment_call("unassign")
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """Cluster metadata, as ``confluent_kafka.Consumer.list_topics``."""
+        self._check_open()
+        return self._dataplane.list_topics(topic, timeout)
+
+    def offsets_for_times(
+        self, partitions: list[KafkaTopicPartition], timeout: float = -1
+    ) -> list[KafkaTopicPartition]:
+        """Earliest offsets whose timestamps are at or after the given ones."""
+        self._check_open()
+        result: list[KafkaTopicPartition] = self._dataplane.offsets_for_times(partitions, timeout)
+        return result
+
+    def memberid(self) -> str | None:
+        """The member id (client-generated, KIP-1082), or None before subscribing."""
+        return None if self._runtime is None else self._runtime.member_id
+
+    # --- close ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Commit (with auto-commit), run on_revoke, leave the group, stop every thread."""
+        if self._closed:
+            return
+        self._check_not_in_callback("close")
+        try:
+            runtime = self._runtime
+            if runtime is not None and not runtime.finished:
+                self._report_consumed()
+                self._to_background.put(CloseRequested())
+                deadline = time.monotonic() + self._config.max_poll_interval_ms / 1000
+                while not self._server.shut_down and not runtime.finished:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    try:
+                        self._server.serve()
+                    except ConsumerKafkaException:
+                        if self._server.fatal_error is not None:
+                            break
+                    self._to_application.wait(min(remaining, _POLL_SLICE_S))
+                runtime.stop(timeout_s=10.0)
+        finally:
+            self._closed = True
+            self._dataplane.close()
+
+    def __enter__(self) -> Consumer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _ensure_runtime(self) -> None:
+        if self._runtime is not None:
+            if self._runtime.finished and self._runtime.failure is not None:
+                self._server.raise_pending()
+            return
+        cfg = self._config
+        member_config = MemberConfig(
+            group_id=cfg.group_id,
+            instance_id=cfg.group_instance_id,
+            rack_id=cfg.client_rack,
+            rebalance_timeout_ms=cfg.rebalance_timeout_ms,
+            max_poll_interval_ms=cfg.max_poll_interval_ms,
+            server_assignor=cfg.group_remote_assignor,
+            auto_commit=cfg.enable_auto_commit,
+            auto_commit_interval_ms=max(1, cfg.auto_commit_interval_ms),
+            retry_backoff_ms=cfg.retry_backoff_ms,
+            retry_backoff_max_ms=max(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms),
+        )
+        cluster = ClusterSettings(
+            bootstrap_servers=",".join(str(address) for address in cfg.bootstrap_servers),
+            client_id=cfg.client_id,
+            connect_timeout_ms=cfg.socket_connection_setup_timeout_ms,
+            request_timeout_ms=cfg.socket_timeout_ms,
+        )
+        self._runtime = BackgroundRuntime(
+            member_config, cluster, self._to_background, self._to_application
+        )
+        self._runtime.start()
+
+    def _enter_poll(self) -> None:
+        self._check_open()
+        if self._server.in_callback:
+            raise CallbackMisuseError(
+                "poll()/consume() may not be called from inside a rebalance callback"
+            )
+
+    def _slice_s(self) -> float:
+        runtime = self._runtime
+        if runtime is not None and runtime.state in _REBALANCING:
+            return _REBALANCE_POLL_SLICE_S
+        return _POLL_SLICE_S
+
+    def _signal_poll(self) -> None:
+        """Tell the member the application is alive (throttled), with its consumed offsets."""
+        runtime = self._runtime
+        if runtime is None:
+            return
+        now_ms = _monotonic_ms()
+        if now_ms - self._last_poll_report_ms >= self._poll_report_interval_ms or runtime.state in (
+            MemberState.UNSUBSCRIBED,
+            MemberState.STALE,
+        ):
+            self._last_poll_report_ms = now_ms
+            consumed = (
+                self._consumed_offsets(self._server.owned)
+                if self._config.enable_auto_commit
+                else None
+            )
+            self._to_background.put(AppPolled(consumed_offsets=consumed or None))
+
+    def _report_consumed(self) -> None:
+        consumed = self._consumed_offsets(self._server.owned)
+        if consumed:
+            self._to_background.put(ConsumedOffsetsReported(consumed))
+
+    def _consumed_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Next offset to read per partition: positions, or stored offsets when storing by hand."""
+        wanted = list(partitions)
+        if not self._config.enable_auto_offset_store:
+            return {tp: self._stored_offsets[tp] for tp in wanted if tp in self._stored_offsets}
+        positions = self._dataplane.positions((tp.topic, tp.partition) for tp in wanted)
+        return {TopicPartition(t, p): offset for (t, p), offset in positions.items()}
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConsumerClosedError("the consumer is closed")
+
+    def _check_assignment_call(self, method: str) -> None:
+        self._check_open()
+        if not self._server.in_callback:
+            raise kafka_exception(
+                KafkaError._STATE,
+                f"{method}() outside a rebalance callback: manual assignment is not supported, "
+                "partitions come from the consumer group (use subscribe())",
+            )
+
+    def _check_not_in_callback(self, method: str) -> None:
+        if self._server.in_callback:
+            raise CallbackMisuseError(f"{method}() may not be called from a rebalance callback")
+
+
+def _commit_outcome(
+    offsets: dict[TopicPartition, int], result: ReportCommitResult
+) -> tuple[KafkaError | None, list[KafkaTopicPartition]]:
+    partitions = []
+    first_error: KafkaError | None = None
+    for tp, offset in sorted(offsets.items()):
+        code = result.partition_errors.get(tp, 0)
+        # confluent's TopicPartition.error is read-only: the first error is raised/reported.
+        if code and first_error is None:
+            first_error = KafkaError(code)
+        partitions.append(KafkaTopicPartition(tp.topic, tp.partition, offset))
+    return first_error, partitions

@@ -1,0 +1,130 @@
+"""The data plane: a librdkafka consumer used only to fetch records of partitions we assign.
+
+This is the only module that constructs ``confluent_kafka.Consumer``. The consumer it builds
+never subscribes, never commits and never fetches committed offsets: the member does all of that
+with its epoch. Partitions are added and removed with ``incremental_assign`` /
+``incremental_unassign`` at explicit start offsets (the committed offset the member fetched, or
+the logical beginning/end the reset policy names), so librdkafka never consults a group for them.
+
+librdkafka refuses to create a consumer without a ``group.id`` even in assign mode; the group id
+it is given is the member's, but with ``enable.auto.commit=false`` and no ``subscribe()`` it
+neither joins that group nor commits to it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    Message,
+    TopicPartition,
+)
+
+#: Logical start positions a reset policy maps to.
+START_AT_BEGINNING = OFFSET_BEGINNING
+START_AT_END = OFFSET_END
+
+TopicPartitionKey = tuple[str, int]
+
+
+class DataPlane:
+    """A thin adapter over ``confluent_kafka.Consumer`` in incremental assign mode.
+
+    ``config`` is the librdkafka dict of the data plane, already validated; auto-commit and
+    offset storing are forced off here whatever it says.
+    """
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        settings = dict(config)
+        settings["enable.auto.commit"] = False
+        settings["enable.auto.offset.store"] = False
+        self._consumer = Consumer(settings)
+        self._assigned: set[TopicPartitionKey] = set()
+        self._closed = False
+
+    @property
+    def assigned(self) -> frozenset[TopicPartitionKey]:
+        """The partitions records are currently fetched for."""
+        return frozenset(self._assigned)
+
+    def assign(self, start_offsets: Mapping[TopicPartitionKey, int]) -> None:
+        """Start fetching each partition at its offset (absolute, or START_AT_*)."""
+        partitions = [
+            TopicPartition(topic, partition, offset)
+            for (topic, partition), offset in start_offsets.items()
+            if (topic, partition) not in self._assigned
+        ]
+        if partitions:
+            self._consumer.incremental_assign(partitions)
+            self._assigned.update((tp.topic, tp.partition) for tp in partitions)
+
+    def unassign(self, partitions: Iterable[TopicPartitionKey]) -> None:
+        """Stop fetching these partitions; librdkafka drops what it had prefetched for them."""
+        owned = [key for key in partitions if key in self._assigned]
+        if owned:
+            self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in owned])
+            self._assigned.difference_update(owned)
+
+    def poll(self, timeout_s: float) -> Message | None:
+        """One record or event from librdkafka, or ``None`` after ``timeout_s``."""
+        return self._consumer.poll(timeout_s)
+
+    def consume(self, num_messages: int, timeout_s: float) -> list[Message]:
+        """Up to ``num_messages`` records, waiting at most ``timeout_s``."""
+        return self._consumer.consume(num_messages, timeout_s)
+
+    def positions(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
+        """Offset of the next record to return to the application, per partition (>= 0 only).
+
+        librdkafka advances a partition's position only when a record is handed to the
+        application, so these are exactly the offsets that are safe to commit.
+        """
+        keys = [key for key in partitions if key in self._assigned]
+        if not keys:
+            return {}
+        result = self._consumer.position([TopicPartition(t, p) for t, p in keys])
+        return {(tp.topic, tp.partition): tp.offset for tp in result if tp.offset >= 0}
+
+    def pause(self, partitions: Sequence[TopicPartition]) -> None:
+        """Stop returning records of these partitions until :meth:`resume`."""
+        self._consumer.pause(list(partitions))
+
+    def resume(self, partitions: Sequence[TopicPartition]) -> None:
+        """Resume partitions paused with :meth:`pause`."""
+        self._consumer.resume(list(partitions))
+
+    def seek(self, partition: TopicPartition) -> None:
+        """Move the fetch position of an assigned partition."""
+        self._consumer.seek(partition)
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout_s: float | None, cached: bool
+    ) -> tuple[int, int] | None:
+        """Low and high watermark of a partition (as ``confluent_kafka.Consumer`` returns)."""
+        if timeout_s is None:
+            return self._consumer.get_watermark_offsets(partition, cached=cached)
+        return self._consumer.get_watermark_offsets(partition, timeout=timeout_s, cached=cached)
+
+    def cluster_id(self, timeout_s: float) -> str | None:
+        """The cluster id librdkafka learned from metadata."""
+        cluster_id: str | None = self._consumer.cluster_id(timeout_s)
+        return cluster_id
+
+    def list_topics(self, topic: str | None, timeout_s: float) -> Any:
+        """Cluster metadata (``confluent_kafka.admin.ClusterMetadata``)."""
+        return self._consumer.list_topics(topic, timeout=timeout_s)
+
+    def offsets_for_times(self, partitions: Sequence[TopicPartition], timeout_s: float) -> Any:
+        """Earliest offsets whose timestamps are at or after the given ones."""
+        return self._consumer.offsets_for_times(list(partitions), timeout=timeout_s)
+
+    def close(self) -> None:
+        """Stop fetching and release librdkafka's resources (idempotent)."""
+        if not self._closed:
+            self._closed = True
+            self._assigned.clear()
+            self._consumer.close()

@@ -1,0 +1,314 @@
+"""The background thread: one asyncio loop that runs a member and does its network I/O.
+
+Each turn of the loop drains the application's events into the member, asks the member for due
+work (``Member.poll``), executes the commands (network requests become tasks whose answers are
+fed back as inputs; everything for the application thread goes to its queue), and then sleeps
+until the member's next deadline, a response, or a new application event, whichever is first.
+
+The member is touched by this thread only. The application reads the published ``state``,
+``member_epoch`` and ``member_id`` attributes, which are replaced atomically.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._runtime.cluster import ClusterClient
+from consumer._runtime.group_requests import Answer, GroupRequests
+from consumer.errors import KafkaConnectionError, error_for_code
+from consumer.member import Command as MemberCommand
+from consumer.member import (
+    CommitOffsets,
+    CommittedOffsetsFetched,
+    FetchCommittedOffsets,
+    FetchMetadata,
+    FindCoordinator,
+    Input,
+    Member,
+    MemberConfig,
+    MemberState,
+    SendHeartbeat,
+    ShutDown,
+    TopicPartition,
+)
+
+_log = logging.getLogger("consumer.runtime")
+STALE_MEMBER_EPOCH = 113
+#: How long a stopping loop waits for requests in flight (e.g. the leave heartbeat).
+_DRAIN_TIMEOUT_S = 5.0
+
+
+def monotonic_ms() -> int:
+    """Milliseconds of a monotonic clock (the member's notion of now)."""
+    return time.monotonic_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class StopLoop:
+    """Application -> background: stop now (after close, or when abandoning the member)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    """Background -> application: the member moved from ``previous`` to ``current``."""
+
+    previous: MemberState
+    current: MemberState
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeFailed:
+    """Background -> application: the loop died; ``error`` says why."""
+
+    error: BaseException
+
+
+AppEvent = Input | StopLoop
+ToAppEvent = MemberCommand | StateChanged | RuntimeFailed
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSettings:
+    """How the runtime reaches the cluster."""
+
+    bootstrap_servers: str
+    client_id: str
+    connect_timeout_ms: int = 10_000
+    request_timeout_ms: int = 30_000
+
+
+class BackgroundRuntime:
+    """Owns the background thread, its event loop, the cluster client and the member."""
+
+    def __init__(
+        self,
+        member_config: MemberConfig,
+        cluster_settings: ClusterSettings,
+        to_background: ToBackground[AppEvent],
+        to_application: ToApplication[ToAppEvent],
+        *,
+        clock_ms: Callable[[], int] = monotonic_ms,
+    ) -> None:
+        self._member = Member(member_config, random.Random())
+        self._cluster_settings = cluster_settings
+        self._to_background = to_background
+        self._to_application = to_application
+        self._clock_ms = clock_ms
+        self._thread: threading.Thread | None = None
+        self._started = threading.Event()
+        self._finished = threading.Event()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._wakeup: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_requested = False
+        self.failure: BaseException | None = None
+        self.state: MemberState = self._member.state
+        self.member_id: str = self._member.member_id
+        self.member_epoch: int = self._member.member_epoch
+
+    @property
+    def running(self) -> bool:
+        """True between ``start()`` and the end of the loop."""
+        return self._started.is_set() and not self._finished.is_set()
+
+    @property
+    def finished(self) -> bool:
+        """True once the loop has ended (cleanly or not)."""
+        return self._finished.is_set()
+
+    def start(self) -> None:
+        """Start the thread and wait until its loop accepts events."""
+        if self._thread is not None:
+            return
+        self._thread = threading.Thread(
+            target=self._thread_main, name="kafka-group-member", daemon=True
+        )
+        self._thread.start()
+        self._started.wait()
+
+    def wait_finished(self, timeout_s: float) -> bool:
+        """Block until the loop has ended; False on timeout."""
+        return self._finished.wait(timeout_s)
+
+    def fetch_committed_blocking(
+        self, partitions: tuple[TopicPartition, ...], timeout_s: float
+    ) -> list[int]:
+        """Committed offsets of ``partitions`` (-1001 where none), for ``Consumer.committed()``.
+
+        Sent with the member's id and epoch; retriable errors and STALE_MEMBER_EPOCH (the epoch
+        is moving) are retried until ``timeout_s``. Raises ``TimeoutError`` or a typed error.
+        """
+        loop = self._loop
+        if loop is None or self.finished:
+            raise KafkaConnectionError("the consumer's background loop is not running")
+        future = asyncio.run_coroutine_threadsafe(
+            self._fetch_committed(partitions, timeout_s), loop
+        )
+        return future.result(timeout_s + 1.0)
+
+    async def _fetch_committed(
+        self, partitions: tuple[TopicPartition, ...], timeout_s: float
+    ) -> list[int]:
+        deadline_ms = self._clock_ms() + int(timeout_s * 1000)
+        backoff_s = 0.1
+        while True:
+            answer = await self._requests.fetch_committed(
+                FetchCommittedOffsets(
+                    request_id=0,
+                    group_id=self._member.config.group_id,
+                    member_id=self.member_id if self.member_epoch > 0 else None,
+                    member_epoch=self.member_epoch if self.member_epoch > 0 else -1,
+                    partitions=partitions,
+                )
+            )
+            assert isinstance(answer, CommittedOffsetsFetched)
+            codes = [answer.error_code, *answer.partition_errors.values()]
+            failing = [code for code in codes if code]
+            if not failing:
+                return [
+                    -1001 if answer.offsets.get(tp) is None else int(answer.offsets[tp] or 0)
+                    for tp in partitions
+                ]
+            error = error_for_code(failing[0])
+            retry = error.retriable or failing[0] == STALE_MEMBER_EPOCH
+            if not retry or self._clock_ms() + backoff_s * 1000 > deadline_ms:
+                raise error
+            await asyncio.sleep(backoff_s)  # backoff before the retry
+            backoff_s = min(1.0, backoff_s * 2)
+
+    def stop(self, timeout_s: float) -> None:
+        """Ask the loop to stop and wait for the thread to end (at most ``timeout_s``)."""
+        if self._thread is None:
+            return
+        self._to_background.put(StopLoop())
+        self._thread.join(timeout_s)
+
+    # --- the thread ---------------------------------------------------------------------------
+
+    def _thread_main(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # noqa: BLE001 - reported to the application, never lost
+            self.failure = exc
+            _log.exception("the background loop of the consumer died")
+            self._to_application.put(RuntimeFailed(exc))
+        finally:
+            self._finished.set()
+            self._started.set()
+
+    async def _main(self) -> None:
+        wakeup = asyncio.Event()
+        self._wakeup = wakeup
+        self._loop = asyncio.get_running_loop()
+        self._to_background.attach(asyncio.get_running_loop(), wakeup)
+        settings = self._cluster_settings
+        cluster = ClusterClient(
+            settings.bootstrap_servers,
+            client_id=settings.client_id,
+            connect_timeout_ms=settings.connect_timeout_ms,
+            request_timeout_ms=settings.request_timeout_ms,
+        )
+        requests = GroupRequests(
+            cluster, self._member_group_id(), request_timeout_ms=settings.request_timeout_ms
+        )
+        self._requests = requests
+        self._started.set()
+        try:
+            while not self._stop_requested:
+                wakeup.clear()
+                for event in self._to_background.drain():
+                    if isinstance(event, StopLoop):
+                        self._stop_requested = True
+                        break
+                    self._feed(event)
+                if self._stop_requested:
+                    break
+                commands, deadline_ms = self._member.poll(self._clock_ms())
+                self._execute(commands)
+                self._publish()
+                if self._stop_requested:
+                    break
+                timeout_s = (
+                    None if deadline_ms is None else max(0, deadline_ms - self._clock_ms()) / 1000
+                )
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(wakeup.wait(), timeout_s)
+        finally:
+            if self._tasks:
+                # Let requests already on their way finish (the leave heartbeat above all),
+                # bounded so a dead coordinator cannot hold close() hostage.
+                await asyncio.wait(set(self._tasks), timeout=_DRAIN_TIMEOUT_S)
+            for task in list(self._tasks):
+                task.cancel()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            await cluster.close()
+
+    def _member_group_id(self) -> str:
+        return self._member.config.group_id
+
+    # --- feeding and executing ----------------------------------------------------------------
+
+    def _feed(self, event: Input) -> None:
+        commands = self._member.handle(event, self._clock_ms())
+        self._execute(commands)
+        self._publish()
+
+    def _execute(self, commands: list[MemberCommand]) -> None:
+        requests = self._requests
+        for command in commands:
+            match command:
+                case SendHeartbeat():
+                    self._spawn(requests.heartbeat(command), expect_answer=not command.is_leave)
+                case FindCoordinator():
+                    self._spawn(requests.find_coordinator())
+                case FetchMetadata():
+                    self._spawn(requests.metadata(command))
+                case CommitOffsets():
+                    self._spawn(requests.commit(command))
+                case FetchCommittedOffsets():
+                    self._spawn(requests.fetch_committed(command))
+                case ShutDown():
+                    self._to_application.put(command)
+                    self._stop_requested = True
+                case _:
+                    self._to_application.put(command)
+
+    def _spawn(self, request: Awaitable[Answer], expect_answer: bool = True) -> None:
+        async def run() -> None:
+            answer = await request
+            if self._stop_requested and not expect_answer:
+                return
+            self._feed(answer)
+            if self._wakeup is not None:
+                self._wakeup.set()
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # An exception here is a bug in the runtime: stop the loop and surface it.
+            self.failure = task.exception()
+            self._to_application.put(RuntimeFailed(task.exception()))  # type: ignore[arg-type]
+            self._stop_requested = True
+            if self._wakeup is not None:
+                self._wakeup.set()
+
+    def _publish(self) -> None:
+        state = self._member.state
+        if state is not self.state:
+            previous, self.state = self.state, state
+            self._to_application.put(StateChanged(previous, state))
+        self.member_id = self._member.member_id
+        self.member_epoch = self._member.member_epoch

@@ -1,0 +1,240 @@
+"""Turn the member's network commands into requests, and responses back into member inputs.
+
+Every method sends one request through the :class:`~consumer._runtime.cluster.ClusterClient` and
+returns the input that answers the command; it never raises for a broker or transport error (those
+become inputs the member knows how to handle: retry, rediscover, fence or fail).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from consumer._runtime.cluster import ClusterClient
+from consumer._wire import (
+    ApiKey,
+    HeartbeatFields,
+    NegotiatedVersions,
+    OffsetCommitFields,
+    OffsetFetchFields,
+    OffsetToCommit,
+    build_heartbeat_request,
+    build_offset_commit_request,
+    build_offset_fetch_request,
+    offsets_version,
+    parse_heartbeat_response,
+    parse_offset_commit_response,
+    parse_offset_fetch_response,
+)
+from consumer._wire.offsets import TopicPartition as WireTopicPartition
+from consumer.errors import ConsumerError, KafkaError, UnsupportedBrokerError
+from consumer.member import (
+    CommitCompleted,
+    CommitOffsets,
+    CommittedOffsetsFetched,
+    CoordinatorChanged,
+    CoordinatorLost,
+    FetchCommittedOffsets,
+    FetchMetadata,
+    HeartbeatFailed,
+    HeartbeatSucceeded,
+    HeartbeatTransportFailed,
+    MetadataResolved,
+    SendHeartbeat,
+    TopicPartition,
+)
+
+#: Error code reported for transport failures of commits and fetches (retried by the member).
+NETWORK_EXCEPTION = 13
+#: Code used when the cluster cannot run the consumer protocol at all.
+UNSUPPORTED_VERSION = 35
+
+Answer = (
+    HeartbeatSucceeded
+    | HeartbeatFailed
+    | HeartbeatTransportFailed
+    | CoordinatorChanged
+    | CoordinatorLost
+    | MetadataResolved
+    | CommitCompleted
+    | CommittedOffsetsFetched
+)
+
+
+class GroupRequests:
+    """The coordinator and metadata requests of one member."""
+
+    def __init__(self, cluster: ClusterClient, group_id: str, request_timeout_ms: int) -> None:
+        self._cluster = cluster
+        self._group_id = group_id
+        self._request_timeout_ms = request_timeout_ms
+        self._topic_ids: dict[str, uuid.UUID] = {}
+
+    @property
+    def topic_ids(self) -> Mapping[str, uuid.UUID]:
+        """Topic name -> id, as learned from metadata responses."""
+        return self._topic_ids
+
+    async def heartbeat(self, command: SendHeartbeat) -> Answer:
+        """Send ConsumerGroupHeartbeat; answer with its outcome."""
+        request = command.request
+        owned = (
+            None
+            if request.topic_partitions is None
+            else {entry.topic_id: entry.partitions for entry in request.topic_partitions}
+        )
+        fields = HeartbeatFields(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            member_epoch=request.member_epoch,
+            instance_id=request.instance_id,
+            rack_id=request.rack_id,
+            rebalance_timeout_ms=request.rebalance_timeout_ms,
+            subscribed_topic_names=request.subscribed_topic_names,
+            subscribed_topic_regex=request.subscribed_topic_regex,
+            server_assignor=request.server_assignor,
+            owned_partitions=owned,
+        )
+
+        def build(versions: NegotiatedVersions) -> object:
+            return build_heartbeat_request(
+                fields, versions.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+            )
+
+        try:
+            response = await self._cluster.coordinator_request(
+                self._group_id,
+                build,  # type: ignore[arg-type]
+                timeout_ms=self._request_timeout_ms,
+            )
+            result = parse_heartbeat_response(response)
+        except UnsupportedBrokerError as exc:
+            return HeartbeatFailed(command.request_id, UNSUPPORTED_VERSION, str(exc))
+        except KafkaError as exc:
+            if exc.retriable:
+                return HeartbeatTransportFailed(command.request_id, str(exc))
+            return HeartbeatFailed(command.request_id, exc.code, exc.message)
+        except ConsumerError as exc:
+            return HeartbeatTransportFailed(command.request_id, str(exc))
+        if result.error is not None:
+            return HeartbeatFailed(
+                command.request_id, result.error.code, result.error.broker_message
+            )
+        assignment = (
+            None
+            if result.assignment is None
+            else {topic_id: tuple(sorted(p)) for topic_id, p in result.assignment.items()}
+        )
+        return HeartbeatSucceeded(
+            request_id=command.request_id,
+            member_epoch=result.member_epoch,
+            heartbeat_interval_ms=result.heartbeat_interval_ms,
+            assignment=assignment,
+            member_id=result.member_id,
+        )
+
+    async def find_coordinator(self) -> Answer:
+        """Look the coordinator up again."""
+        try:
+            location = await self._cluster.find_coordinator(self._group_id, refresh=True)
+        except ConsumerError as exc:
+            return CoordinatorLost(str(exc))
+        return CoordinatorChanged(location.node_id)
+
+    async def metadata(self, command: FetchMetadata) -> Answer:
+        """Resolve topic ids to names (ids the cluster does not know are left out)."""
+        try:
+            snapshot = await self._cluster.metadata(list(command.topic_ids))
+        except ConsumerError:
+            return MetadataResolved({})
+        names = dict(snapshot.topic_names_by_id())
+        self._topic_ids.update({name: topic_id for topic_id, name in names.items()})
+        return MetadataResolved(names)
+
+    async def commit(self, command: CommitOffsets) -> Answer:
+        """OffsetCommit v9/v10 with the member id and epoch."""
+        offsets = [
+            OffsetToCommit(
+                topic=tp.topic,
+                partition=tp.partition,
+                offset=offset,
+                topic_id=self._topic_ids.get(tp.topic),
+            )
+            for tp, offset in command.offsets.items()
+        ]
+        fields = OffsetCommitFields(
+            group_id=command.group_id,
+            member_id=command.member_id or "",
+            member_epoch=command.member_epoch,
+            offsets=offsets,
+        )
+
+        def build(versions: NegotiatedVersions) -> object:
+            version = offsets_version(
+                versions.version_for(ApiKey.OFFSET_COMMIT), (o.topic_id for o in offsets)
+            )
+            return build_offset_commit_request(fields, version)
+
+        try:
+            response = await self._cluster.coordinator_request(
+                self._group_id,
+                build,  # type: ignore[arg-type]
+                timeout_ms=self._request_timeout_ms,
+            )
+            results = parse_offset_commit_response(response, topic_names_by_id=self._names())
+        except KafkaError as exc:
+            return CommitCompleted(command.request_id, error_code=exc.code)
+        except ConsumerError:
+            return CommitCompleted(command.request_id, error_code=NETWORK_EXCEPTION)
+        errors = {
+            TopicPartition(result.topic or "", result.partition): (
+                0 if result.error is None else result.error.code
+            )
+            for result in results
+        }
+        return CommitCompleted(command.request_id, partition_errors=errors)
+
+    async def fetch_committed(self, command: FetchCommittedOffsets) -> Answer:
+        """OffsetFetch v9/v10 (RequireStable) with the member id and epoch."""
+        partitions = [
+            WireTopicPartition(tp.topic, tp.partition, self._topic_ids.get(tp.topic))
+            for tp in command.partitions
+        ]
+        fields = OffsetFetchFields(
+            group_id=command.group_id,
+            partitions=partitions,
+            member_id=command.member_id,
+            member_epoch=command.member_epoch,
+        )
+
+        def build(versions: NegotiatedVersions) -> object:
+            version = offsets_version(
+                versions.version_for(ApiKey.OFFSET_FETCH), (p.topic_id for p in partitions)
+            )
+            return build_offset_fetch_request(fields, version)
+
+        try:
+            response = await self._cluster.coordinator_request(
+                self._group_id,
+                build,  # type: ignore[arg-type]
+                timeout_ms=self._request_timeout_ms,
+            )
+            result = parse_offset_fetch_response(response, topic_names_by_id=self._names())
+        except KafkaError as exc:
+            return CommittedOffsetsFetched(command.request_id, error_code=exc.code)
+        except ConsumerError:
+            return CommittedOffsetsFetched(command.request_id, error_code=NETWORK_EXCEPTION)
+        if result.error is not None:
+            return CommittedOffsetsFetched(command.request_id, error_code=result.error.code)
+        offsets: dict[TopicPartition, int | None] = {}
+        errors: dict[TopicPartition, int] = {}
+        for entry in result.offsets:
+            tp = TopicPartition(entry.topic or "", entry.partition)
+            if entry.error is not None:
+                errors[tp] = entry.error.code
+            else:
+                offsets[tp] = entry.offset if entry.offset >= 0 else None
+        return CommittedOffsetsFetched(command.request_id, offsets=offsets, partition_errors=errors)
+
+    def _names(self) -> dict[uuid.UUID, str]:
+        return {topic_id: name for name, topic_id in self._topic_ids.items()}
