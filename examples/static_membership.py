@@ -26,8 +26,11 @@ def main(bootstrap_servers: str, topic: str, group_id: str, instance_id: str) ->
             }
         )
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 10
-        while consumer.state != "STABLE" and time.monotonic() < deadline:
+        deadline = time.monotonic() + 15
+        # Right after joining the member is briefly STABLE with nothing; wait for partitions.
+        while not (consumer.state == "STABLE" and consumer.assignment()):
+            if time.monotonic() > deadline:
+                break
             consumer.poll(0.1)
         owned = sorted(tp.partition for tp in consumer.assignment())
         print(f"incarnation {incarnation}: epoch {consumer.member_epoch}, partitions {owned}")

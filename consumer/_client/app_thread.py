@@ -78,6 +78,9 @@ class AppThreadServer:
     owned: set[TopicPartition] = field(default_factory=set)
     commit_waiters: dict[int, CommitWaiter] = field(default_factory=dict)
     fatal_error: ConsumerKafkaException | None = None
+    #: Start offsets chosen by the application inside ``on_assign`` (None outside it).
+    assign_overrides: dict[tuple[str, int], int] | None = None
+    _pending_apply: ApplyAssignment | None = None
     shut_down: bool = False
     in_callback: bool = False
     _deferred: collections.deque[ToAppEvent] = field(default_factory=collections.deque)
@@ -131,6 +134,8 @@ class AppThreadServer:
     # --- one event ----------------------------------------------------------------------------
 
     def _execute(self, event: ToAppEvent) -> None:  # noqa: C901 - one arm per event type
+        if self._pending_apply is not None and not isinstance(event, InvokeOnAssign):
+            self._finish_apply({})
         match event:
             case StopFetching(request_id=request_id, partitions=partitions):
                 self._stop_fetching(request_id, partitions)
@@ -141,7 +146,15 @@ class AppThreadServer:
                 self.owned.difference_update(partitions)
                 self.to_background.put(RevocationCompleted(request_id, error))
             case InvokeOnAssign(request_id=request_id, partitions=partitions):
-                error = self._run_callback(self.callbacks.on_assign, partitions)
+                # As confluent-kafka: on_assign runs before the data plane gets the partitions,
+                # and start offsets it passes to incremental_assign()/assign() are honoured.
+                overrides: dict[tuple[str, int], int] = {}
+                self.assign_overrides = overrides
+                try:
+                    error = self._run_callback(self.callbacks.on_assign, partitions)
+                finally:
+                    self.assign_overrides = None
+                self._finish_apply(overrides)
                 self.to_background.put(CallbackCompleted(request_id, error))
             case InvokeOnLost(request_id=request_id, partitions=partitions):
                 # As confluent-kafka: without on_lost, lost partitions go to on_revoke.
@@ -180,12 +193,20 @@ class AppThreadServer:
         self.to_background.put(FetchingStopped(request_id, offsets))
 
     def _apply(self, command: ApplyAssignment) -> None:
+        """Remove revoked partitions now; add new ones after ``on_assign`` (which follows)."""
         self.dataplane.unassign((tp.topic, tp.partition) for tp in command.removed)
+        self._pending_apply = command
+
+    def _finish_apply(self, overrides: dict[tuple[str, int], int]) -> None:
+        command, self._pending_apply = self._pending_apply, None
+        if command is None:
+            return
         starts: dict[tuple[str, int], int] = {}
         for tp in command.added:
+            key = (tp.topic, tp.partition)
             committed = command.committed_offsets.get(tp)
-            starts[(tp.topic, tp.partition)] = (
-                committed if committed is not None else self._reset_start()
+            starts[key] = overrides.get(
+                key, committed if committed is not None else self._reset_start()
             )
         self.dataplane.assign(starts)
         self.owned = set(command.assigned)

@@ -367,15 +367,19 @@ class Consumer:
     def incremental_assign(self, partitions: list[KafkaTopicPartition]) -> None:
         """Inside ``on_assign``: start these partitions at the offsets given (if any).
 
-        confluent-kafka applications call this in ``on_assign`` to choose start offsets. The
-        member has already assigned the partitions at their committed offsets; partitions whose
-        ``offset`` is set (absolute, or OFFSET_BEGINNING / OFFSET_END) are moved there. Outside a
-        callback, manual assignment is refused: this consumer's partitions come from the group.
+        confluent-kafka applications call this in ``on_assign`` to choose start offsets; as
+        there, ``on_assign`` runs before the partitions reach the data plane. A partition whose
+        ``offset`` is absolute or OFFSET_BEGINNING / OFFSET_END starts there instead of at its
+        committed offset. Outside a callback, manual assignment is refused: this consumer's
+        partitions come from the group.
         """
         self._check_assignment_call("incremental_assign")
+        overrides = self._server.assign_overrides
+        if overrides is None:
+            return  # another callback: the member owns the assignment
         for tp in partitions:
             if tp.offset >= 0 or tp.offset in (-2, -1):  # absolute, BEGINNING, END
-                self._dataplane.seek(tp)
+                overrides[(tp.topic, tp.partition)] = tp.offset
 
     def assign(self, partitions: list[KafkaTopicPartition]) -> None:
         """Inside ``on_assign``: as :meth:`incremental_assign` (the assignment is the group's)."""
