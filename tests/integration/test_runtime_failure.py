@@ -1,0 +1,56 @@
+"""If the background loop dies, the application hears about it from poll(); nothing hangs."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import KafkaException
+
+from consumer import Consumer, ConsumerError
+from consumer._runtime.group_requests import GroupRequests
+from consumer.member import SendHeartbeat
+
+pytestmark = pytest.mark.integration
+
+
+def poll_for(consumer: Consumer, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        consumer.poll(0.1)
+
+
+def test_a_crash_in_the_background_loop_is_raised_from_the_next_poll(
+    kafka_bootstrap: str,
+    create_topic: Callable[..., str],
+    unique_name: Callable[[str], str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    topic = create_topic(partitions=1)
+    heartbeats_seen: list[int] = []
+    original = GroupRequests.heartbeat
+
+    async def heartbeat_then_crash(self: GroupRequests, command: SendHeartbeat):  # type: ignore[no-untyped-def]
+        heartbeats_seen.append(command.request.member_epoch)
+        if len(heartbeats_seen) >= 3:
+            raise RuntimeError("injected bug in the runtime")
+        return await original(self, command)
+
+    monkeypatch.setattr(GroupRequests, "heartbeat", heartbeat_then_crash)
+    consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": unique_name("g")})
+    try:
+        consumer.subscribe([topic])
+        with pytest.raises(KafkaException, match="background loop died") as caught:
+            poll_for(consumer, 30)
+        assert isinstance(caught.value, ConsumerError)
+        assert "injected bug" in str(caught.value)
+        # Every later poll raises the same error at once instead of blocking.
+        started = time.monotonic()
+        with pytest.raises(KafkaException, match="background loop died"):
+            consumer.poll(10)
+        assert time.monotonic() - started < 1.0
+    finally:
+        started = time.monotonic()
+        consumer.close()
+        assert time.monotonic() - started < 5.0, "close() after a crash must not hang"
