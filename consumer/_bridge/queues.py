@@ -76,10 +76,8 @@ class ToApplication(Generic[T]):
 
     def pop(self) -> T | None:
         """The oldest item, or ``None`` when empty (never blocks)."""
-        try:
-            return self._items.popleft()
-        except IndexError:
-            return None
+        items = self._items
+        return items.popleft() if items else None
 
     def wait(self, timeout_s: float) -> bool:
         """Block until an item is queued or ``timeout_s`` passes; True if one is there."""

@@ -92,6 +92,10 @@ class AppThreadServer:
 
     def serve(self) -> None:
         """Execute every queued event; raise the first error the application must see."""
+        if not self._deferred and not self.to_application:
+            if self.fatal_error is not None or self._pending_errors:
+                self.raise_pending()
+            return
         if not self.in_callback:
             while True:
                 event = self._deferred.popleft() if self._deferred else self.to_application.pop()

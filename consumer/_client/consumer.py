@@ -66,6 +66,8 @@ _REBALANCING = frozenset(
         MemberState.FENCED,
     }
 )
+#: Records the poll() fast path may return before the full path runs again.
+_FAST_POLL_BUDGET = 256
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
@@ -117,6 +119,10 @@ class Consumer:
             consumed_offsets=self._consumed_offsets,
         )
         self._committed_results: dict[int, Any] = {}
+        self._fast_poll_ok = False
+        self._fast_polls_left = 0
+        self._raw_poll = self._dataplane.raw_poll
+        self._to_application.add_listener(self._disarm_fast_poll)
 
     # --- extras beyond confluent-kafka ----------------------------------------------------------
 
@@ -187,22 +193,52 @@ class Consumer:
 
     def poll(self, timeout: float | None = -1) -> Message | None:
         """Serve rebalance callbacks, then return one record (or event), or None on timeout."""
+        # Fast path while records flow and the background has nothing for this thread: one
+        # check and librdkafka's own poll. The full path still runs every _FAST_POLL_BUDGET
+        # records, which keeps the liveness signal and the consumed offsets flowing.
+        if self._fast_poll_ok:
+            self._fast_polls_left -= 1
+            if self._fast_polls_left:
+                message = self._raw_poll(0)
+                if message is not None:
+                    return message
+        return self._poll_slowly(timeout)
+
+    def _poll_slowly(self, timeout: float | None) -> Message | None:
         self._enter_poll()
+        self._fast_poll_ok = False
         deadline = _deadline(timeout)
         while True:
             self._server.serve()
             self._signal_poll()
             remaining = deadline - time.monotonic()
-            if not self._dataplane.assigned:
+            if not self._dataplane.has_assignment:
                 if remaining <= 0:
                     return None
                 self._to_application.wait(min(remaining, self._slice_s()))
                 continue
             message = self._dataplane.poll(max(0.0, min(remaining, self._slice_s())))
             if message is not None:
+                self._arm_fast_poll()
                 return message
             if remaining <= 0:
                 return None
+
+    def _arm_fast_poll(self) -> None:
+        """Allow the fast path until the background queues something for this thread."""
+        runtime = self._runtime
+        if (
+            runtime is not None
+            and runtime.state is MemberState.STABLE
+            and not self._server.pending()
+            and not self._server.in_callback
+        ):
+            self._fast_polls_left = _FAST_POLL_BUDGET
+            self._fast_poll_ok = True
+
+    def _disarm_fast_poll(self) -> None:
+        """Called from the background thread whenever it queues an event for this thread."""
+        self._fast_poll_ok = False
 
     def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
         """Serve rebalance callbacks, then return up to ``num_messages`` records."""
@@ -214,7 +250,7 @@ class Consumer:
             self._server.serve()
             self._signal_poll()
             remaining = deadline - time.monotonic()
-            if not self._dataplane.assigned:
+            if not self._dataplane.has_assignment:
                 if remaining <= 0:
                     return []
                 self._to_application.wait(min(remaining, self._slice_s()))
@@ -417,6 +453,7 @@ class Consumer:
         if self._closed:
             return
         self._check_not_in_callback("close")
+        self._fast_poll_ok = False
         try:
             runtime = self._runtime
             if runtime is not None and not runtime.finished:
@@ -474,6 +511,7 @@ class Consumer:
             client_id=cfg.client_id,
             connect_timeout_ms=cfg.socket_connection_setup_timeout_ms,
             request_timeout_ms=cfg.socket_timeout_ms,
+            security=cfg.security,
         )
         self._runtime = BackgroundRuntime(
             member_config, cluster, self._to_background, self._to_application

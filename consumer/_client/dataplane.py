@@ -43,8 +43,15 @@ class DataPlane:
         settings["enable.auto.commit"] = False
         settings["enable.auto.offset.store"] = False
         self._consumer = Consumer(settings)
+        #: librdkafka's poll, bound once: the Consumer's fast path calls it directly.
+        self.raw_poll = self._consumer.poll
         self._assigned: set[TopicPartitionKey] = set()
         self._closed = False
+
+    @property
+    def has_assignment(self) -> bool:
+        """True when at least one partition is fetched (cheap: no copy)."""
+        return bool(self._assigned)
 
     @property
     def assigned(self) -> frozenset[TopicPartitionKey]:
