@@ -136,7 +136,9 @@ def test_blackhole_stalls_requests_and_heal_restores_progress(cluster: ProxiedBr
     assert proxy.stats().active >= 1, "blackhole keeps connections open"
     with pytest.raises(KafkaException) as timed_out:
         admin.list_topics(timeout=2)
-    assert timed_out.value.args[0].code() == KafkaError._TIMED_OUT
+    # Stalled: librdkafka reports the request as timed out, or (when its socket timeout fires
+    # first) as a transport failure; either way nothing came back through the black hole.
+    assert timed_out.value.args[0].code() in (KafkaError._TIMED_OUT, KafkaError._TRANSPORT)
     errors = _produce(proxy.bootstrap_servers, topic, 3)
     assert [e.code() for e in errors] == [KafkaError._MSG_TIMED_OUT] * 3
     proxy.heal()
