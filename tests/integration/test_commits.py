@@ -1,0 +1,165 @@
+"""Offsets: what is committed, when, and how the results reach the application."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, Message, Producer, TopicPartition
+
+from consumer import Consumer
+
+pytestmark = pytest.mark.integration
+
+TopicMaker = Callable[[int], str]
+Namer = Callable[[str], str]
+
+
+def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for number in range(count):
+        producer.produce(topic, str(number).encode(), partition=partition)
+    assert producer.flush(30) == 0
+
+
+def poll_records(consumer: Consumer, count: int, timeout_s: float = 30) -> list[Message]:
+    records: list[Message] = []
+    deadline = time.monotonic() + timeout_s
+    while len(records) < count:
+        assert time.monotonic() < deadline, f"only {len(records)} of {count} records arrived"
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            records.append(message)
+    return records
+
+
+def committed_offset(consumer: Consumer, topic: str, partition: int = 0) -> int:
+    [result] = consumer.committed([TopicPartition(topic, partition)], timeout=30)
+    return int(result.offset)
+
+
+@pytest.fixture
+def topic_with_records(
+    kafka_bootstrap: str, create_topic: Callable[..., str]
+) -> Callable[[int], str]:
+    def make(count: int) -> str:
+        topic = create_topic(partitions=1)
+        produce(kafka_bootstrap, topic, count)
+        return topic
+
+    return make
+
+
+def config(bootstrap: str, group: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "group.id": group,
+        "auto.offset.reset": "earliest",
+        **extra,
+    }
+
+
+def test_async_commit_reports_through_on_commit_on_the_polling_thread(
+    kafka_bootstrap: str,
+    topic_with_records: Callable[[int], str],
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = topic_with_records(20)
+    results: list[tuple[KafkaError | None, list[TopicPartition], str]] = []
+
+    def on_commit(error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        results.append((error, partitions, threading.current_thread().name))
+
+    consumer = Consumer(
+        config(kafka_bootstrap, unique_name("g"), **{"enable.auto.commit": False}),
+        on_commit=on_commit,
+    )
+    try:
+        consumer.subscribe([topic])
+        records = poll_records(consumer, 20)
+        assert consumer.commit(asynchronous=True) is None
+        deadline = time.monotonic() + 30
+        while not results and time.monotonic() < deadline:
+            consumer.poll(0.1)
+        [(error, partitions, thread_name)] = results
+        assert error is None
+        assert [(tp.topic, tp.partition, tp.offset) for tp in partitions] == [(topic, 0, 20)]
+        assert thread_name == threading.current_thread().name
+        assert committed_offset(consumer, topic) == records[-1].offset() + 1
+    finally:
+        consumer.close()
+
+
+def test_commit_of_a_message_commits_the_offset_after_it(
+    kafka_bootstrap: str,
+    topic_with_records: Callable[[int], str],
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = topic_with_records(10)
+    consumer = Consumer(config(kafka_bootstrap, unique_name("g"), **{"enable.auto.commit": False}))
+    try:
+        consumer.subscribe([topic])
+        records = poll_records(consumer, 10)
+        result = consumer.commit(message=records[3], asynchronous=False)
+        assert result is not None
+        assert [(tp.partition, tp.offset) for tp in result] == [(0, 4)]
+        assert committed_offset(consumer, topic) == 4
+    finally:
+        consumer.close()
+
+
+def test_auto_commit_covers_only_records_already_returned(
+    kafka_bootstrap: str,
+    topic_with_records: Callable[[int], str],
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = topic_with_records(5000)
+    group = unique_name("g")
+    consumer = Consumer(config(kafka_bootstrap, group, **{"auto.commit.interval.ms": 100}))
+    try:
+        consumer.subscribe([topic])
+        poll_records(consumer, 7)  # librdkafka has prefetched far more than 7 by now
+        consumer.pause([TopicPartition(topic, 0)])  # polls keep the member alive, return nothing
+        deadline = time.monotonic() + 30
+        while committed_offset(consumer, topic) != 7:
+            assert time.monotonic() < deadline, "auto-commit did not commit the returned records"
+            assert consumer.poll(0.2) is None
+        assert committed_offset(consumer, topic) == 7
+    finally:
+        consumer.close()
+    # close() committed exactly what was returned, not what was prefetched.
+    probe = Consumer(config(kafka_bootstrap, group))
+    try:
+        probe.subscribe([topic])
+        [first] = poll_records(probe, 1)
+        assert first.offset() == 7
+    finally:
+        probe.close()
+
+
+def test_stored_offsets_are_what_auto_commit_commits_when_storing_by_hand(
+    kafka_bootstrap: str,
+    topic_with_records: Callable[[int], str],
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = topic_with_records(30)
+    consumer = Consumer(
+        config(
+            kafka_bootstrap,
+            unique_name("g"),
+            **{"enable.auto.offset.store": False, "auto.commit.interval.ms": 100},
+        )
+    )
+    try:
+        consumer.subscribe([topic])
+        records = poll_records(consumer, 30)
+        consumer.store_offsets(message=records[11])  # processed up to offset 11 only
+        deadline = time.monotonic() + 30
+        while committed_offset(consumer, topic) != 12:
+            assert time.monotonic() < deadline, "stored offset was not auto-committed"
+            consumer.poll(0.2)
+    finally:
+        consumer.close()
