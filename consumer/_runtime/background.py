@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.group_requests import Answer, GroupRequests
+from consumer._runtime.security import SecuritySettings
 from consumer.errors import KafkaConnectionError, error_for_code
 from consumer.member import Command as MemberCommand
 from consumer.member import (
@@ -83,6 +84,7 @@ class ClusterSettings:
     client_id: str
     connect_timeout_ms: int = 10_000
     request_timeout_ms: int = 30_000
+    security: SecuritySettings | None = None  # TLS/SASL of the member's connections
 
 
 class BackgroundRuntime:
@@ -215,6 +217,7 @@ class BackgroundRuntime:
             client_id=settings.client_id,
             connect_timeout_ms=settings.connect_timeout_ms,
             request_timeout_ms=settings.request_timeout_ms,
+            security=settings.security,
         )
         requests = GroupRequests(
             cluster, self._member_group_id(), request_timeout_ms=settings.request_timeout_ms

@@ -30,6 +30,7 @@ from consumer.errors import (
 
 from .connection import DEFAULT_CLIENT_ID, BrokerConnection
 from .retry import CONNECT_RETRY, LOOKUP_RETRY, RetryPolicy, call_with_retry
+from .security import ConnectionSecurity, SecuritySettings, connection_security
 
 __all__ = ["ClusterClient", "RequestBuilder", "parse_bootstrap_servers"]
 
@@ -69,6 +70,8 @@ class ClusterClient:
         connect_timeout_ms / request_timeout_ms / connect_retry: passed to each connection.
         lookup_retry: how coordinator lookups are retried (retriable broker errors included).
         required_apis: APIs every broker must offer.
+        security: TLS and SASL for every connection (prepared once here, so all connections
+            share one SSL context); None: plaintext.
     """
 
     def __init__(
@@ -81,6 +84,7 @@ class ClusterClient:
         connect_retry: RetryPolicy = CONNECT_RETRY,
         lookup_retry: RetryPolicy = LOOKUP_RETRY,
         required_apis: Iterable[ApiKey] = ALL_GROUP_APIS,
+        security: SecuritySettings | ConnectionSecurity | None = None,
     ) -> None:
         self._bootstrap_addresses = parse_bootstrap_servers(bootstrap_servers)
         self._client_id = client_id
@@ -89,6 +93,7 @@ class ClusterClient:
         self._connect_retry = connect_retry
         self._lookup_retry = lookup_retry
         self._required_apis = frozenset(required_apis)
+        self._security = connection_security(security)
         self._bootstrap: BrokerConnection | None = None
         self._brokers: dict[int, BrokerAddress] = {}
         self._connections: dict[int, BrokerConnection] = {}
@@ -229,6 +234,7 @@ class ClusterClient:
             request_timeout_ms=self._request_timeout_ms,
             retry_policy=self._connect_retry,
             required_apis=self._required_apis,
+            security=self._security,
         )
 
     def _adopt_bootstrap(self, broker: BrokerAddress) -> BrokerConnection | None:

@@ -5,6 +5,11 @@ first use (with the connect retry policy), negotiates API versions with ApiVersi
 reader task that hands each response frame to the request waiting for its correlation id, so
 several requests may be in flight at once.
 
+With a ``security`` setting (:mod:`consumer._runtime.security`) the TCP session is wrapped in TLS,
+and SASL (SaslHandshake, SaslAuthenticate) runs right after ApiVersions, before any other
+request, on every (re)connect. Authentication failures are not retried: they raise the broker's
+error class (``SASL_AUTHENTICATION_FAILED`` and the like), whose message holds no secret.
+
 Failure rules:
 
 * a request that gets no response within its timeout fails with :class:`KafkaTimeoutError`, and
@@ -54,6 +59,7 @@ from consumer.errors import (
 )
 
 from .retry import CONNECT_RETRY, RetryPolicy, call_with_retry
+from .security import ConnectionSecurity, SecuritySettings, authenticate, connection_security
 
 __all__ = ["DEFAULT_CLIENT_ID", "BrokerConnection"]
 
@@ -169,6 +175,8 @@ class BrokerConnection:
         retry_policy: how connect attempts are retried (refused, unreachable, closed).
         required_apis: APIs the broker must offer; checked right after ApiVersions.
         max_frame_bytes: largest response frame accepted.
+        security: TLS and SASL settings (a ``SecurityConfig`` or a prepared
+            :class:`~consumer._runtime.security.ConnectionSecurity`); None: plaintext.
     """
 
     def __init__(
@@ -183,6 +191,7 @@ class BrokerConnection:
         retry_policy: RetryPolicy = CONNECT_RETRY,
         required_apis: Iterable[ApiKey] = ALL_GROUP_APIS,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        security: SecuritySettings | ConnectionSecurity | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -193,6 +202,7 @@ class BrokerConnection:
         self._retry_policy = retry_policy
         self._required_apis = frozenset(required_apis)
         self._max_frame_bytes = max_frame_bytes
+        self._security = connection_security(security)
         self._session: _Session | None = None
         self._connect_lock = asyncio.Lock()
         self._closed = False
@@ -304,9 +314,15 @@ class BrokerConnection:
             return self._session
 
     async def _open_session(self) -> _Session:
+        ssl_context = self._security.ssl_context if self._security is not None else None
         try:
             async with asyncio.timeout(self._connect_timeout_ms / 1000):
-                reader, writer = await asyncio.open_connection(self.host, self.port)
+                reader, writer = await asyncio.open_connection(
+                    self.host,
+                    self.port,
+                    ssl=ssl_context,
+                    server_hostname=self.host if ssl_context is not None else None,
+                )
         except TimeoutError:
             raise KafkaConnectionError(
                 f"timed out connecting to {self.address} after {self._connect_timeout_ms} ms"
@@ -317,6 +333,7 @@ class BrokerConnection:
         session = _Session(reader, writer, self.address, self._max_frame_bytes)
         try:
             session.versions = await self._negotiate(session)
+            await self._authenticate(session)
         except BaseException:
             await session.shutdown(KafkaConnectionError(f"handshake with {self.address} failed"))
             raise
@@ -340,6 +357,19 @@ class BrokerConnection:
                 continue
             ranges = parse_api_versions_response(response)
             return negotiate_versions(ranges, required=self._required_apis)
+
+    async def _authenticate(self, session: _Session) -> None:
+        """Run SASL on a negotiated session when configured (no-op otherwise)."""
+        credentials = self._security.sasl if self._security is not None else None
+        if credentials is None:
+            return
+        assert session.versions is not None
+
+        async def send(request: RequestPayload) -> ResponsePayload:
+            frame = await self._exchange(session, request, None)
+            return decode_response_frame(frame, response_type_for(type(request)))[1]
+
+        await authenticate(send, session.versions.broker_ranges, credentials, self.address)
 
     async def _exchange(
         self, session: _Session, request: RequestPayload, timeout_ms: int | None

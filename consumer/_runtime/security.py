@@ -1,0 +1,564 @@
+"""TLS and SASL for the control plane (the member's own broker connections).
+
+The data plane (librdkafka) gets the same ``ssl.*`` / ``sasl.*`` keys through
+``ConsumerConfig.data_plane``; this module makes the member's asyncio connections authenticate
+the same way:
+
+* :func:`build_ssl_context` turns the ``ssl.*`` settings into an :class:`ssl.SSLContext` (CA
+  file or directory, optional client certificate and key, host name verification per
+  ``ssl.endpoint.identification.algorithm``, ``enable.ssl.certificate.verification``);
+* :func:`authenticate` runs SaslHandshake (v1) and SaslAuthenticate (v0-v2) on a freshly
+  negotiated connection, with the sans-I/O mechanism clients :class:`PlainClient` (RFC 4616) and
+  :class:`ScramClient` (RFC 5802 / RFC 7677: SCRAM-SHA-256 and SCRAM-SHA-512);
+* :class:`ConnectionSecurity` is what a :class:`~consumer._runtime.connection.BrokerConnection`
+  holds: the SSL context (built once, shared by every connection of a cluster client) and the
+  SASL credentials.
+
+Secrets (``sasl.password``, ``ssl.key.password``) stay in :class:`~consumer.config.Secret`
+objects, are revealed only where the bytes are computed, and appear in no ``repr()``, log record
+or exception message. Authentication failures raise the broker-code class
+:data:`SaslAuthenticationFailedError` (``SASL_AUTHENTICATION_FAILED``, 58; not retriable), an
+unknown mechanism ``UNSUPPORTED_SASL_MECHANISM`` (33) and a listener without SASL
+``ILLEGAL_SASL_STATE`` (34): the member turns these into a FATAL state, raised from ``poll()``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import logging
+import os
+import secrets
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from kio.schema.errors import ErrorCode
+from kio.schema.sasl_authenticate.v0 import SaslAuthenticateRequest as SaslAuthenticateRequestV0
+from kio.schema.sasl_authenticate.v0 import (
+    SaslAuthenticateResponse as SaslAuthenticateResponseV0,
+)
+from kio.schema.sasl_authenticate.v1 import SaslAuthenticateRequest as SaslAuthenticateRequestV1
+from kio.schema.sasl_authenticate.v1 import (
+    SaslAuthenticateResponse as SaslAuthenticateResponseV1,
+)
+from kio.schema.sasl_authenticate.v2 import SaslAuthenticateRequest as SaslAuthenticateRequestV2
+from kio.schema.sasl_authenticate.v2 import (
+    SaslAuthenticateResponse as SaslAuthenticateResponseV2,
+)
+from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest, SaslHandshakeResponse
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from consumer._config.types import Secret
+from consumer._wire import VersionRange
+from consumer.config import ConfigError
+from consumer.errors import (
+    ERROR_CLASSES,
+    KafkaError,
+    ProtocolError,
+    UnsupportedBrokerError,
+    error_for_code,
+)
+
+__all__ = [
+    "SASL_AUTHENTICATE_API_KEY",
+    "SASL_HANDSHAKE_API_KEY",
+    "SUPPORTED_MECHANISMS",
+    "ConnectionSecurity",
+    "PlainClient",
+    "SaslAuthenticationFailedError",
+    "SaslCredentials",
+    "SaslMechanismClient",
+    "SaslSession",
+    "ScramClient",
+    "SecuritySettings",
+    "authenticate",
+    "build_ssl_context",
+    "connection_security",
+]
+
+_log = logging.getLogger(__name__)
+
+SASL_HANDSHAKE_API_KEY: Final = 17
+SASL_AUTHENTICATE_API_KEY: Final = 36
+#: SaslHandshake v1 is the version after which tokens travel in SaslAuthenticate requests.
+_HANDSHAKE_VERSION: Final = 1
+_AUTHENTICATE_VERSIONS: Final = VersionRange(0, 2)
+
+SaslAuthenticationFailedError: Final[type[KafkaError]] = ERROR_CLASSES[
+    ErrorCode.sasl_authentication_failed
+]
+"""``SASL_AUTHENTICATION_FAILED`` (58): wrong credentials, or a broker we could not verify."""
+
+_SCRAM_HASHES: Final[Mapping[str, str]] = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+SUPPORTED_MECHANISMS: Final = ("PLAIN", *_SCRAM_HASHES)
+#: Kafka's floor for SCRAM iterations (``ScramMechanism.minIterations``); fewer is refused, so
+#: a rogue broker cannot make the salted password cheap to attack.
+_SCRAM_MIN_ITERATIONS: Final = 4096
+#: The GS2 header of a client that neither supports nor requests channel binding.
+_GS2_HEADER: Final = b"n,,"
+
+
+# ----------------------------------------------------------------------------------------------
+# Settings
+
+
+class _Revealable(Protocol):
+    def reveal(self) -> str: ...
+
+
+class SecuritySettings(Protocol):
+    """What :class:`~consumer.config.SecurityConfig` offers; any object with these attributes
+    will do (field names are the dotted configuration keys with ``_`` for ``.``)."""
+
+    @property
+    def protocol(self) -> str: ...
+    @property
+    def ssl_ca_location(self) -> str | None: ...
+    @property
+    def ssl_certificate_location(self) -> str | None: ...
+    @property
+    def ssl_key_location(self) -> str | None: ...
+    @property
+    def ssl_key_password(self) -> _Revealable | None: ...
+    @property
+    def ssl_endpoint_identification_algorithm(self) -> str: ...
+    @property
+    def enable_ssl_certificate_verification(self) -> bool: ...
+    @property
+    def sasl_mechanism(self) -> str | None: ...
+    @property
+    def sasl_username(self) -> str | None: ...
+    @property
+    def sasl_password(self) -> _Revealable | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SaslCredentials:
+    """A SASL mechanism, user name and password (masked in ``repr()``)."""
+
+    mechanism: str
+    username: str
+    password: Secret
+
+    def __post_init__(self) -> None:
+        if self.mechanism not in SUPPORTED_MECHANISMS:
+            raise ConfigError(
+                f"Invalid value {self.mechanism!r} for 'sasl.mechanism': expected one of "
+                f"{', '.join(SUPPORTED_MECHANISMS)} (the member's connections implement no other)."
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionSecurity:
+    """TLS and SASL for broker connections; build it with :func:`connection_security`.
+
+    Attributes:
+        protocol: ``plaintext``, ``ssl``, ``sasl_plaintext`` or ``sasl_ssl``.
+        ssl_context: the context every TLS connection is opened with (None: no TLS).
+        sasl: the credentials to authenticate with after connecting (None: no SASL).
+    """
+
+    protocol: str = "plaintext"
+    ssl_context: ssl.SSLContext | None = field(default=None, compare=False)
+    sasl: SaslCredentials | None = None
+
+
+def connection_security(
+    settings: SecuritySettings | ConnectionSecurity | None,
+) -> ConnectionSecurity | None:
+    """The :class:`ConnectionSecurity` for ``settings`` (None for plaintext or no settings).
+
+    A :class:`ConnectionSecurity` is returned as is, so one SSL context can be shared.
+
+    Raises:
+        ConfigError: a file cannot be loaded, the key password is wrong, a SASL setting is
+            missing or the mechanism is not implemented. Messages never contain a secret.
+    """
+    if settings is None or isinstance(settings, ConnectionSecurity):
+        return settings
+    protocol = settings.protocol.lower()
+    if protocol == "plaintext":
+        return None
+    if protocol not in ("ssl", "sasl_plaintext", "sasl_ssl"):
+        raise ConfigError(
+            f"Invalid value {settings.protocol!r} for 'security.protocol': expected plaintext, "
+            "ssl, sasl_plaintext or sasl_ssl."
+        )
+    context = build_ssl_context(settings) if protocol in ("ssl", "sasl_ssl") else None
+    credentials = None
+    if protocol.startswith("sasl_"):
+        mechanism, username, password = (
+            settings.sasl_mechanism,
+            settings.sasl_username,
+            settings.sasl_password,
+        )
+        for key, value in (
+            ("sasl.mechanism", mechanism),
+            ("sasl.username", username),
+            ("sasl.password", password),
+        ):
+            if value is None:
+                raise ConfigError(f"'{key}' is required with security.protocol={protocol}.")
+        assert mechanism is not None
+        assert username is not None
+        assert password is not None
+        credentials = SaslCredentials(mechanism.upper(), username, Secret(password.reveal()))
+    return ConnectionSecurity(protocol=protocol, ssl_context=context, sasl=credentials)
+
+
+def build_ssl_context(settings: SecuritySettings) -> ssl.SSLContext:
+    """An SSL client context (TLS 1.2 or newer) for ``settings``.
+
+    * ``ssl.ca.location``: a PEM file or a directory of hashed certificates; unset (or
+      ``probe``): the system's default trust store;
+    * ``ssl.certificate.location`` / ``ssl.key.location`` / ``ssl.key.password``: the client
+      certificate for mutual TLS (the key may also sit in the certificate file);
+    * ``ssl.endpoint.identification.algorithm=none`` turns host name verification off;
+    * ``enable.ssl.certificate.verification=false`` turns all verification off (tests only).
+
+    Raises:
+        ConfigError: naming the key whose file could not be used.
+    """
+    context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=None)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    ca = settings.ssl_ca_location
+    if ca is not None and ca != "probe":
+        try:
+            if os.path.isdir(ca):
+                context.load_verify_locations(capath=ca)
+            else:
+                context.load_verify_locations(cafile=ca)
+        except (OSError, ssl.SSLError) as error:
+            raise ConfigError(
+                f"Invalid value {ca!r} for 'ssl.ca.location': the CA certificates could not be "
+                f"loaded ({_reason(error)})."
+            ) from None
+    certificate, key = settings.ssl_certificate_location, settings.ssl_key_location
+    if key is not None and certificate is None:
+        raise ConfigError(
+            "'ssl.key.location' is set but 'ssl.certificate.location' is not: mutual TLS needs "
+            "the client certificate too."
+        )
+    if certificate is not None:
+        password = settings.ssl_key_password
+        try:
+            context.load_cert_chain(
+                certificate, key, password=None if password is None else password.reveal
+            )
+        except (OSError, ssl.SSLError) as error:
+            keys = "'ssl.certificate.location'" + (
+                " / 'ssl.key.location'" if key is not None else ""
+            )
+            hint = " (or 'ssl.key.password' does not decrypt the key)" if password else ""
+            raise ConfigError(
+                f"Invalid value for {keys}: the client certificate and key could not be loaded"
+                f"{hint}: {_reason(error)}."
+            ) from None
+    if not settings.enable_ssl_certificate_verification:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif settings.ssl_endpoint_identification_algorithm.lower() == "none":
+        context.check_hostname = False
+    return context
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return str(error) or type(error).__name__
+
+
+# ----------------------------------------------------------------------------------------------
+# SASL mechanisms (sans-I/O)
+
+
+class SaslMechanismClient(Protocol):
+    """The client side of one SASL exchange.
+
+    ``step(None)`` gives the first message; each later call takes the server's bytes and gives
+    the next message, or None once the exchange is complete (after verifying the server).
+    """
+
+    mechanism: str
+
+    def step(self, challenge: bytes | None) -> bytes | None: ...
+
+
+class PlainClient:
+    """SASL PLAIN (RFC 4616): one message, ``authzid NUL authcid NUL passwd``, with an empty
+    authorization id (Kafka authorizes the authenticated user)."""
+
+    mechanism = "PLAIN"
+
+    def __init__(self, username: str, password: Secret) -> None:
+        self._username = username
+        self._password = password
+        self._sent = False
+
+    def step(self, challenge: bytes | None) -> bytes | None:
+        """The single client message, then None."""
+        if self._sent:
+            return None
+        self._sent = True
+        return b"\0" + self._username.encode() + b"\0" + self._password.reveal().encode()
+
+    def __repr__(self) -> str:
+        return f"<PlainClient user={self._username!r}>"
+
+
+class ScramClient:
+    """The client side of SCRAM (RFC 5802) with SHA-256 or SHA-512 (RFC 7677), no channel
+    binding, as Kafka's ``ScramSaslClient`` speaks it.
+
+    Args:
+        mechanism: ``SCRAM-SHA-256`` or ``SCRAM-SHA-512``.
+        username / password: the credentials (the password is never stored in clear here).
+        nonce: the client nonce; random unless given (tests use the RFC's fixed one).
+    """
+
+    def __init__(
+        self, mechanism: str, username: str, password: Secret, *, nonce: str | None = None
+    ) -> None:
+        if mechanism not in _SCRAM_HASHES:
+            raise ValueError(f"{mechanism!r} is not one of {tuple(_SCRAM_HASHES)}")
+        self.mechanism = mechanism
+        self._hash = _SCRAM_HASHES[mechanism]
+        self._username = username
+        self._password = password
+        self._nonce = nonce if nonce is not None else secrets.token_urlsafe(24)
+        self._client_first_bare = f"n={_saslname(username)},r={self._nonce}"
+        self._expected_server_signature: bytes | None = None
+        self._stage = 0
+
+    def step(self, challenge: bytes | None) -> bytes | None:
+        """client-first; then client-final for server-first; then verify server-final."""
+        stage, self._stage = self._stage, self._stage + 1
+        if stage == 0:
+            return self.client_first()
+        if challenge is None:
+            raise self._failure("the broker sent no SCRAM message")
+        if stage == 1:
+            return self.client_final(challenge)
+        if stage == 2:
+            self.verify_server_final(challenge)
+            return None
+        raise self._failure("the SCRAM exchange is already complete")
+
+    def client_first(self) -> bytes:
+        """``n,,n=<user>,r=<client nonce>``."""
+        return _GS2_HEADER + self._client_first_bare.encode()
+
+    def client_final(self, server_first: bytes) -> bytes:
+        """``c=biws,r=<nonce>,p=<proof>`` for the broker's server-first message."""
+        server_first_text = self._decode(server_first, "server-first")
+        attributes = _scram_attributes(server_first_text)
+        if "e" in attributes:
+            raise self._failure(f"the broker refused the first message: {attributes['e']}")
+        if "m" in attributes:
+            raise self._failure("the broker asks for a mandatory SCRAM extension")
+        try:
+            nonce, salt_b64, iterations_text = attributes["r"], attributes["s"], attributes["i"]
+            salt = base64.b64decode(salt_b64, validate=True)
+            iterations = int(iterations_text)
+        except (KeyError, ValueError):
+            raise self._failure("the broker's server-first message is malformed") from None
+        if not nonce.startswith(self._nonce) or len(nonce) <= len(self._nonce):
+            raise self._failure("the broker's nonce does not extend the client nonce")
+        if iterations < _SCRAM_MIN_ITERATIONS:
+            raise self._failure(
+                f"the broker asks for {iterations} iterations, fewer than {_SCRAM_MIN_ITERATIONS}"
+            )
+        salted = hashlib.pbkdf2_hmac(self._hash, self._password.reveal().encode(), salt, iterations)
+        client_key = self._hmac(salted, b"Client Key")
+        stored_key = hashlib.new(self._hash, client_key).digest()
+        channel_binding = base64.b64encode(_GS2_HEADER).decode()
+        without_proof = f"c={channel_binding},r={nonce}"
+        auth_message = f"{self._client_first_bare},{server_first_text},{without_proof}".encode()
+        client_signature = self._hmac(stored_key, auth_message)
+        proof = bytes(a ^ b for a, b in zip(client_key, client_signature, strict=True))
+        server_key = self._hmac(salted, b"Server Key")
+        self._expected_server_signature = self._hmac(server_key, auth_message)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify_server_final(self, server_final: bytes) -> None:
+        """Check ``v=<server signature>``: proof that the broker knows the salted password.
+
+        Raises:
+            SaslAuthenticationFailedError: an ``e=`` error, a malformed message, or a signature
+                that does not match (the broker is not the one holding our credentials).
+        """
+        expected = self._expected_server_signature
+        if expected is None:
+            raise self._failure("server-final message before server-first")
+        attributes = _scram_attributes(self._decode(server_final, "server-final"))
+        if "e" in attributes:
+            raise self._failure(f"the broker refused the proof: {attributes['e']}")
+        try:
+            signature = base64.b64decode(attributes["v"], validate=True)
+        except (KeyError, ValueError):
+            raise self._failure("the broker's server-final message is malformed") from None
+        if not hmac.compare_digest(signature, expected):
+            raise self._failure(
+                "the broker's server signature does not verify: it does not hold this user's "
+                "SCRAM credentials (wrong broker, or a man in the middle)"
+            )
+
+    def _hmac(self, key: bytes, message: bytes) -> bytes:
+        return hmac.new(key, message, self._hash).digest()
+
+    def _decode(self, data: bytes, what: str) -> str:
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self._failure(f"the broker's {what} message is not UTF-8") from None
+
+    def _failure(self, reason: str) -> KafkaError:
+        return SaslAuthenticationFailedError(f"{self.mechanism} for {self._username!r}: {reason}")
+
+    def __repr__(self) -> str:
+        return f"<ScramClient {self.mechanism} user={self._username!r}>"
+
+
+def _saslname(username: str) -> str:
+    """RFC 5802 ``saslname``: ``=`` and ``,`` escaped as ``=3D`` and ``=2C``."""
+    return username.replace("=", "=3D").replace(",", "=2C")
+
+
+def _scram_attributes(message: str) -> dict[str, str]:
+    """``a=1,b=2`` -> ``{"a": "1", "b": "2"}`` (values may contain ``=``)."""
+    attributes: dict[str, str] = {}
+    for part in message.split(","):
+        name, separator, value = part.partition("=")
+        if separator and len(name) == 1:
+            attributes.setdefault(name, value)
+    return attributes
+
+
+def mechanism_client(credentials: SaslCredentials) -> SaslMechanismClient:
+    """A fresh mechanism client for one authentication."""
+    if credentials.mechanism == "PLAIN":
+        return PlainClient(credentials.username, credentials.password)
+    return ScramClient(credentials.mechanism, credentials.username, credentials.password)
+
+
+# ----------------------------------------------------------------------------------------------
+# The Kafka exchange
+
+
+@dataclass(frozen=True, slots=True)
+class SaslSession:
+    """The outcome of a successful authentication.
+
+    Attributes:
+        mechanism: the mechanism used.
+        session_lifetime_ms: how long the broker keeps the session (0: no limit; KIP-368).
+    """
+
+    mechanism: str
+    session_lifetime_ms: int
+
+
+Send = Callable[[RequestPayload], Awaitable[ResponsePayload]]
+"""Sends one request on the connection being authenticated and returns its response."""
+
+_AuthenticateResponse = (
+    SaslAuthenticateResponseV0 | SaslAuthenticateResponseV1 | SaslAuthenticateResponseV2
+)
+
+
+async def authenticate(
+    send: Send,
+    broker_ranges: Mapping[int, VersionRange],
+    credentials: SaslCredentials,
+    address: str,
+) -> SaslSession:
+    """SaslHandshake v1, then SaslAuthenticate round trips until the mechanism is done.
+
+    Runs right after ApiVersions (which a broker answers before authentication) and before any
+    other request. ``broker_ranges`` is what the broker advertised in ApiVersions.
+
+    Raises:
+        SaslAuthenticationFailedError: wrong credentials or an unverifiable broker.
+        KafkaError: ``UNSUPPORTED_SASL_MECHANISM`` or ``ILLEGAL_SASL_STATE`` from the broker.
+        UnsupportedBrokerError: the broker lacks SaslHandshake v1 or SaslAuthenticate.
+        KafkaConnectionError / KafkaTimeoutError: from ``send``.
+    """
+    handshake_range = broker_ranges.get(SASL_HANDSHAKE_API_KEY)
+    if handshake_range is None or _HANDSHAKE_VERSION not in handshake_range:
+        raise UnsupportedBrokerError(
+            f"{address} does not offer SaslHandshake v{_HANDSHAKE_VERSION}"
+            " (is this listener configured for SASL?)"
+        )
+    version = _authenticate_version(broker_ranges.get(SASL_AUTHENTICATE_API_KEY), address)
+    mechanism = credentials.mechanism
+    handshake = await send(SaslHandshakeRequest(mechanism=mechanism))
+    if not isinstance(handshake, SaslHandshakeResponse):  # pragma: no cover - framing decodes
+        raise ProtocolError(f"{address} answered SaslHandshake with {type(handshake).__name__}")
+    if handshake.error_code != ErrorCode.none:
+        offered = ", ".join(handshake.mechanisms) or "none"
+        raise error_for_code(
+            int(handshake.error_code),
+            f"{address} refused SASL mechanism {mechanism} (it enables: {offered})",
+        )
+    client = mechanism_client(credentials)
+    secret = credentials.password.reveal()
+    message = client.step(None)
+    lifetime_ms = 0
+    while message is not None:
+        response = await send(_authenticate_request(version, message))
+        if not isinstance(
+            response,
+            SaslAuthenticateResponseV0 | SaslAuthenticateResponseV1 | SaslAuthenticateResponseV2,
+        ):  # pragma: no cover - framing decodes the matching response type
+            raise ProtocolError(f"{address} answered SaslAuthenticate with {type(response)}")
+        if response.error_code != ErrorCode.none:
+            detail = _scrub(response.error_message or "", secret) or "no reason given"
+            raise error_for_code(
+                int(response.error_code),
+                f"{address} refused {mechanism} authentication of {credentials.username!r}: "
+                f"{detail.rstrip('.')}",
+            )
+        lifetime_ms = _session_lifetime_ms(response)
+        message = client.step(response.auth_bytes)
+    _log.debug(
+        "authenticated to %s as %r with %s (SaslAuthenticate v%d, session lifetime %s)",
+        address,
+        credentials.username,
+        mechanism,
+        version,
+        f"{lifetime_ms} ms" if lifetime_ms else "unlimited",
+    )
+    return SaslSession(mechanism=mechanism, session_lifetime_ms=lifetime_ms)
+
+
+def _authenticate_version(offered: VersionRange | None, address: str) -> int:
+    if offered is not None:
+        for version in range(_AUTHENTICATE_VERSIONS.max_version, -1, -1):
+            if version in offered:
+                return version
+    raise UnsupportedBrokerError(
+        f"{address} does not offer SaslAuthenticate {_AUTHENTICATE_VERSIONS}"
+        + (f" (it offers {offered})" if offered is not None else "")
+    )
+
+
+def _authenticate_request(version: int, auth_bytes: bytes) -> RequestPayload:
+    if version >= 2:
+        return SaslAuthenticateRequestV2(auth_bytes=auth_bytes)
+    if version == 1:
+        return SaslAuthenticateRequestV1(auth_bytes=auth_bytes)
+    return SaslAuthenticateRequestV0(auth_bytes=auth_bytes)
+
+
+def _session_lifetime_ms(response: _AuthenticateResponse) -> int:
+    if isinstance(response, SaslAuthenticateResponseV0):
+        return 0
+    return int(response.session_lifetime.total_seconds() * 1000)
+
+
+def _scrub(text: str, secret: str) -> str:
+    """``text`` with every occurrence of ``secret`` masked (brokers should never echo it)."""
+    return text.replace(secret, "***") if secret else text
