@@ -137,6 +137,12 @@ class GroupRequests:
         """Look the coordinator up again."""
         try:
             location = await self._cluster.find_coordinator(self._group_id, refresh=True)
+        except UnsupportedBrokerError as exc:
+            return CoordinatorLost(str(exc), UNSUPPORTED_VERSION)
+        except KafkaError as exc:
+            # Refusals (authorization, authentication) carry their code: the member fails on
+            # them; retriable ones are looked up again after a backoff.
+            return CoordinatorLost(str(exc), None if exc.retriable else exc.code)
         except ConsumerError as exc:
             return CoordinatorLost(str(exc))
         return CoordinatorChanged(location.node_id)

@@ -106,6 +106,7 @@ class HeartbeatRequestManager:
         self.interval_ms = config.default_heartbeat_interval_ms
         self._next_interval_send_ms = 0
         self._backoff_until_ms = 0
+        self._lookup_not_before_ms = 0
         self._failed_attempts = 0
         self._expedited = False
         self._sent = _SentFields()
@@ -114,17 +115,36 @@ class HeartbeatRequestManager:
 
     # --- coordinator ------------------------------------------------------------------------
 
-    def should_request_coordinator(self) -> bool:
-        """True once per loss of the coordinator: the caller then emits FindCoordinator."""
+    def should_request_coordinator(self, now_ms: int) -> bool:
+        """True once per loss of the coordinator (after any backoff): emit FindCoordinator."""
         if self.coordinator_known or self._coordinator_requested:
+            return False
+        if now_ms < self._lookup_not_before_ms:
             return False
         self._coordinator_requested = True
         return True
+
+    def coordinator_lookup_due_ms(self) -> int | None:
+        """When the next coordinator lookup may be asked for; None if none is pending."""
+        if self.coordinator_known or self._coordinator_requested:
+            return None
+        return self._lookup_not_before_ms
+
+    def on_lookup_failed(self, now_ms: int) -> None:
+        """A coordinator lookup failed: the next one waits for the (growing) backoff."""
+        self.on_failure(now_ms, reset_backoff=False)
+        self._lookup_not_before_ms = self._backoff_until_ms
+
+    @property
+    def failed_attempts(self) -> int:
+        """Consecutive failures (heartbeats or coordinator lookups) since the last success."""
+        return self._failed_attempts
 
     def on_coordinator_changed(self) -> None:
         """A coordinator is known: forget in-flight requests, send a full request next."""
         self.coordinator_known = True
         self._coordinator_requested = False
+        self._lookup_not_before_ms = 0
         self._forget_in_flight()
 
     def on_coordinator_lost(self) -> None:

@@ -189,9 +189,15 @@ class CoordinatorChanged:
 
 @dataclass(frozen=True, slots=True)
 class CoordinatorLost:
-    """The connection to the coordinator is gone; it must be looked up again."""
+    """The coordinator is unknown or unreachable (a lookup failed, or its connection is gone).
+
+    ``error_code`` is the broker's error when the lookup itself was refused (for example
+    GROUP_AUTHORIZATION_FAILED, or SASL_AUTHENTICATION_FAILED on connect); the member applies the
+    heartbeat error table to it. ``None`` means a transport problem: look up again after backoff.
+    """
 
     reason: str = ""
+    error_code: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -193,7 +193,7 @@ class Member:
             case CoordinatorChanged():
                 self.heartbeats.on_coordinator_changed()
             case CoordinatorLost():
-                self._lose_coordinator(out)
+                self._on_coordinator_lost(event, now_ms, out)
             case MetadataResolved():
                 self.assignment.learn_names(event.topic_names)
             case CommitCompleted():
@@ -227,9 +227,12 @@ class Member:
     def _next_deadline_ms(self) -> int | None:
         times: list[int] = []
         if self.state in HEARTBEATING_STATES:
-            due = self.heartbeats.next_due_ms(self.state)
-            if due is not None:
-                times.append(due)
+            for due in (
+                self.heartbeats.next_due_ms(self.state),
+                self.heartbeats.coordinator_lookup_due_ms(),
+            ):
+                if due is not None:
+                    times.append(due)
         if self.state in IN_GROUP_STATES and self._last_poll_ms is not None:
             times.append(self._last_poll_ms + self.config.max_poll_interval_ms)
         for extra in (self.commits.next_deadline_ms(), self.assignment.next_deadline_ms()):
@@ -345,7 +348,7 @@ class Member:
             hb.on_failure(now_ms, reset_backoff=False)
         elif action is HeartbeatErrorAction.REDISCOVER_COORDINATOR:
             hb.on_failure(now_ms, reset_backoff=True)
-            self._lose_coordinator(out)
+            self._lose_coordinator(now_ms, out)
         elif action is HeartbeatErrorAction.REPORT:
             hb.on_failure(now_ms, reset_backoff=False)
             out.append(_error_report(event.error_code, event.error_message, fatal=False))
@@ -363,11 +366,36 @@ class Member:
         if hb.is_leave(event.request_id) or not hb.is_current(event.request_id):
             return
         hb.on_failure(now_ms, reset_backoff=False)
-        self._lose_coordinator(out)
+        self._lose_coordinator(now_ms, out)
 
-    def _lose_coordinator(self, out: list[Command]) -> None:
+    def _on_coordinator_lost(self, event: CoordinatorLost, now_ms: int, out: list[Command]) -> None:
+        """A lookup failed or the coordinator connection is gone: fail, or look up after backoff."""
+        code = event.error_code
+        if code is not None and self.state in HEARTBEATING_STATES:
+            action = heartbeat_error_action(code)
+            leaving = self.state is S.UNSUBSCRIBING
+            if action is HeartbeatErrorAction.FATAL or (
+                action is HeartbeatErrorAction.FATAL_UNLESS_LEAVING and not leaving
+            ):
+                self._fail(code, event.reason or None, now_ms, out)
+                return
+        self.heartbeats.on_lookup_failed(now_ms)
+        if self.state in HEARTBEATING_STATES and self.heartbeats.failed_attempts == 1:
+            # Once per outage, not once per retry: the application learns the group is
+            # unreachable (as librdkafka's error_cb does), the member keeps trying.
+            out.append(
+                ReportError(
+                    error_code=code,
+                    error_name="COORDINATOR_UNAVAILABLE" if code is None else error_name(code),
+                    message=f"the group coordinator cannot be reached: {event.reason}",
+                    fatal=False,
+                )
+            )
+        self._lose_coordinator(now_ms, out)
+
+    def _lose_coordinator(self, now_ms: int, out: list[Command]) -> None:
         self.heartbeats.on_coordinator_lost()
-        if self.state in HEARTBEATING_STATES and self.heartbeats.should_request_coordinator():
+        if self.state in HEARTBEATING_STATES and self.heartbeats.should_request_coordinator(now_ms):
             out.append(FindCoordinator(self.config.group_id))
 
     def _on_commit_completed(self, event: CommitCompleted, now_ms: int, out: list[Command]) -> None:
@@ -405,7 +433,7 @@ class Member:
         if state not in HEARTBEATING_STATES:
             return
         hb = self.heartbeats
-        if hb.should_request_coordinator():
+        if hb.should_request_coordinator(now_ms):
             out.append(FindCoordinator(self.config.group_id))
         if not hb.is_due(state, now_ms):
             return

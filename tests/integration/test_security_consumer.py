@@ -14,13 +14,8 @@ librdkafka data plane both use the secure listener given as ``bootstrap.servers`
 advertises only that listener to clients that reach it, and group ACLs apply to the heartbeat.
 Every wait is bounded.
 
-Known gap (not in the security layer): the member looks its coordinator up with FindCoordinator
-before any heartbeat, and ``GroupRequests.find_coordinator`` answers *every* lookup failure with
-``CoordinatorLost``, so a non-retriable lookup error (SASL_AUTHENTICATION_FAILED from the
-connection, GROUP_AUTHORIZATION_FAILED from the broker) makes the member look up again instead of
-going FATAL. The Consumer-level tests of those two cases are strict xfails until the member gets
-a fatal lookup outcome; the cluster-level tests below show the control plane raising the right
-typed errors against the real broker.
+A refused coordinator lookup (SASL_AUTHENTICATION_FAILED on connect, GROUP_AUTHORIZATION_FAILED
+from the broker) reaches the member with its error code and ends it in FATAL, raised from poll().
 """
 
 from __future__ import annotations
@@ -61,17 +56,8 @@ WRONG_PASSWORD = "not-the-Password-9"
 RECORDS = 5
 CONSUME_WITHIN_S = 45.0
 ERROR_WITHIN_S = 30.0
-#: A fatal error needs no retries to surface; a short bound also keeps the known-gap xfails
-#: (which re-look-up in a loop until then) from loading the shared machine for long.
+#: A fatal error needs no retries to surface.
 FATAL_WITHIN_S = 15.0
-
-FATAL_LOOKUP_GAP = pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "GroupRequests.find_coordinator maps every lookup error to CoordinatorLost, so the member "
-        "re-looks-up forever instead of going FATAL (needs a fatal lookup outcome in the member)"
-    ),
-)
 
 
 def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
@@ -245,7 +231,6 @@ def test_consumer_consumes_and_commits_over_a_secure_listener(
         ("SASL_SSL", "SCRAM-SHA-512"),
     ],
 )
-@FATAL_LOOKUP_GAP
 def test_wrong_password_is_a_clear_fatal_error_from_poll(
     secure: SecureBrokerSettings,
     consumers: Callable[[dict[str, Any]], Consumer],
@@ -269,7 +254,6 @@ def test_wrong_password_is_a_clear_fatal_error_from_poll(
     _assert_no_secret(caplog, WRONG_PASSWORD)
 
 
-@FATAL_LOOKUP_GAP
 def test_member_without_group_rights_ends_fatal_with_group_authorization_failed(
     secure: SecureBrokerSettings, consumers: Callable[[dict[str, Any]], Consumer]
 ) -> None:
