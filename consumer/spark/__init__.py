@@ -1,0 +1,67 @@
+"""Spark integration (``pip install kafka-group-member[spark]``); pyspark is imported lazily.
+
+* :func:`register` - ``spark.readStream.format("kafka-group")``: a streaming source that is a
+  KIP-848 group member in the driver; executors read its ranges; offsets are committed to Kafka
+  after Spark has recorded each batch.
+* :func:`group_snapshot` - a batch snapshot of the member's ranges, committed by the caller after
+  a successful write.
+* :func:`run_group_members` - N executor tasks, each a group member that processes its records
+  inside the task and commits after processing.
+* :func:`local_session` / :func:`configure_environment` - what Spark needs to run our Python
+  code (``PYSPARK_PYTHON``, pyarrow).
+
+Guarantees per API: ``docs/howto/spark.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from consumer.spark._spec import GroupSpec, OffsetRange
+    from consumer.spark.executor import LEDGER_SCHEMA_DDL, check_cluster, run_group_members
+    from consumer.spark.session import configure_environment, local_session
+    from consumer.spark.snapshot import CommitResult, GroupSnapshot, group_snapshot
+    from consumer.spark.source import SOURCE_NAME, KafkaGroupDataSource, register
+
+_EXPORTS = {
+    "GroupSpec": "consumer.spark._spec",
+    "OffsetRange": "consumer.spark._spec",
+    "LEDGER_SCHEMA_DDL": "consumer.spark.executor",
+    "check_cluster": "consumer.spark.executor",
+    "run_group_members": "consumer.spark.executor",
+    "configure_environment": "consumer.spark.session",
+    "local_session": "consumer.spark.session",
+    "CommitResult": "consumer.spark.snapshot",
+    "GroupSnapshot": "consumer.spark.snapshot",
+    "group_snapshot": "consumer.spark.snapshot",
+    "SOURCE_NAME": "consumer.spark.source",
+    "KafkaGroupDataSource": "consumer.spark.source",
+    "register": "consumer.spark.source",
+}
+
+__all__ = [
+    "LEDGER_SCHEMA_DDL",
+    "SOURCE_NAME",
+    "CommitResult",
+    "GroupSnapshot",
+    "GroupSpec",
+    "KafkaGroupDataSource",
+    "OffsetRange",
+    "check_cluster",
+    "configure_environment",
+    "group_snapshot",
+    "local_session",
+    "register",
+    "run_group_members",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'consumer.spark' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
