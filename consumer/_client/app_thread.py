@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -62,6 +63,7 @@ class CommitWaiter:
 
     offsets: Mapping[TopicPartition, int]
     on_result: Callable[[ReportCommitResult], None]
+    done: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -85,6 +87,8 @@ class AppThreadServer:
     in_callback: bool = False
     _deferred: collections.deque[ToAppEvent] = field(default_factory=collections.deque)
     _pending_errors: collections.deque[BaseException] = field(default_factory=collections.deque)
+    #: Held by the thread serving the queue (re-entrant: callbacks may commit synchronously).
+    _serving: threading.RLock = field(default_factory=threading.RLock)
 
     def pending(self) -> bool:
         """True when there is something to serve (O(1))."""
@@ -97,11 +101,13 @@ class AppThreadServer:
                 self.raise_pending()
             return
         if not self.in_callback:
-            while True:
-                event = self._deferred.popleft() if self._deferred else self.to_application.pop()
-                if event is None:
-                    break
-                self._execute(event)
+            with self._serving:
+                while True:
+                    deferred = self._deferred
+                    event = deferred.popleft() if deferred else self.to_application.pop()
+                    if event is None:
+                        break
+                    self._execute(event)
         self.raise_pending()
 
     def raise_pending(self) -> None:
@@ -114,25 +120,40 @@ class AppThreadServer:
     def take_commit_result(self, token: int, timeout_s: float) -> bool:
         """Wait for the result of user commit ``token`` without running other events.
 
-        Used by synchronous ``commit()``, which may itself run inside ``on_revoke``: every
-        other event is set aside and served later, in order, by :meth:`serve`.
+        Used by synchronous ``commit()``, from the polling thread (maybe inside ``on_revoke``)
+        or from any other thread, as confluent-kafka allows. Whoever holds the serving lock
+        takes events off the queue: here only commit results and a dying loop are acted on,
+        everything else is set aside, in order, for :meth:`serve`. A thread that cannot get
+        the lock (another one is serving) waits for that thread to deliver the result.
         """
+        waiter = self.commit_waiters.get(token)
+        if waiter is None:
+            return True
         deadline = time.monotonic() + timeout_s
-        while token in self.commit_waiters:
-            event = self.to_application.pop()
-            if event is None:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self.to_application.wait(remaining)
+        while not waiter.done.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            step_s = min(remaining, 0.05)
+            if not self._serving.acquire(timeout=step_s):
+                waiter.done.wait(step_s)
                 continue
-            if isinstance(event, ReportCommitResult) and event.token == token:
-                self._execute(event)
-            elif isinstance(event, RuntimeFailed):
-                self._execute(event)
-                self.raise_pending()
-            else:
-                self._deferred.append(event)
+            try:
+                while not waiter.done.is_set():
+                    event = self.to_application.pop()
+                    if event is None:
+                        break
+                    if isinstance(event, ReportCommitResult):
+                        self._execute(event)
+                    elif isinstance(event, RuntimeFailed):
+                        self._execute(event)
+                        self.raise_pending()
+                    else:
+                        self._deferred.append(event)
+            finally:
+                self._serving.release()
+            if not waiter.done.is_set():
+                self.to_application.wait(step_s)
         return True
 
     # --- one event ----------------------------------------------------------------------------
@@ -173,6 +194,7 @@ class AppThreadServer:
                 waiter = self.commit_waiters.pop(token, None)
                 if waiter is not None:
                     waiter.on_result(event)
+                    waiter.done.set()
             case StateChanged(previous=previous, current=current):
                 if self.callbacks.on_state_change is not None:
                     self._guarded(self.callbacks.on_state_change, previous.name, current.name)

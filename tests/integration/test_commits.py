@@ -163,3 +163,40 @@ def test_stored_offsets_are_what_auto_commit_commits_when_storing_by_hand(
             consumer.poll(0.2)
     finally:
         consumer.close()
+
+
+def test_synchronous_commits_from_another_thread_while_polling(
+    kafka_bootstrap: str, topic_with_records: TopicMaker, unique_name: Namer
+) -> None:
+    topic = topic_with_records(200)
+    consumer = Consumer(config(kafka_bootstrap, unique_name("g"), **{"enable.auto.commit": False}))
+    callbacks: list[str] = []
+    stop = threading.Event()
+    failures: list[BaseException] = []
+
+    def poll_loop() -> None:
+        try:
+            while not stop.is_set():
+                consumer.poll(0.05)
+        except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+            failures.append(exc)
+
+    try:
+        consumer.subscribe([topic], on_assign=lambda c, ps: callbacks.append("assign"))
+        poller = threading.Thread(target=poll_loop, name="poller")
+        poller.start()
+        deadline = time.monotonic() + 30
+        while "assign" not in callbacks:
+            assert time.monotonic() < deadline, "never assigned"
+            stop.wait(0.05)
+        for offset in range(1, 21):  # confluent-kafka's commit is thread-safe; so is ours
+            result = consumer.commit(offsets=[TopicPartition(topic, 0, offset)], asynchronous=False)
+            assert result is not None
+            assert [tp.offset for tp in result] == [offset]
+        stop.set()
+        poller.join(10)
+        assert not failures, failures
+        assert committed_offset(consumer, topic) == 20
+    finally:
+        stop.set()
+        consumer.close()
