@@ -206,7 +206,14 @@ def _free_port() -> int:
 
 
 def _new_cluster_id() -> str:
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+    """A random cluster id as Kafka draws them: 16 bytes, URL-safe base64, no leading '-'.
+
+    (A leading '-' would be read as an option by the storage tool's argument parser.)
+    """
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _kill_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
@@ -248,6 +255,7 @@ class LocalBroker:
     require_consumer_protocol: bool = True
     format_features: Mapping[str, str] = field(default_factory=dict)
     allow_legacy_version: bool = False
+    start_attempts: int = 3
     port: int = 0
     format_args: Sequence[str] = ()
     process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
@@ -300,7 +308,28 @@ class LocalBroker:
         return props
 
     def start(self) -> LocalBroker:
-        """Resolve jars, format storage, start the JVM and wait until key 68 is advertised."""
+        """Resolve jars, format storage, start the JVM and wait until key 68 is advertised.
+
+        A start that fails is tried again (``start_attempts`` in all) on fresh ports and a
+        fresh data folder, as spring-kafka does for its embedded KRaft broker: a port found
+        free can be taken before the JVM binds it, and a loaded machine can be slow to form
+        the quorum. A broker on a fixed port or folder is tried once.
+        """
+        fixed = bool(self.port) or self.run_dir is not None
+        attempts = 1 if fixed else max(1, self.start_attempts)
+        for attempt in range(1, attempts + 1):
+            try:
+                return self._start_once()
+            except BrokerStartError:
+                if attempt == attempts:
+                    raise
+                self.stop()  # removes the failed attempt's data folder
+                self.port = 0
+                self.run_dir = None
+                self._owns_run_dir = False
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> LocalBroker:
         lib_dir = resolve_kafka_jars(self.kafka_version, allow_legacy=self.allow_legacy_version)
         if self.run_dir is None:
             self.run_dir = Path(tempfile.mkdtemp(prefix="kgm-broker-"))

@@ -38,3 +38,45 @@ def test_server_properties_make_groups_fast_and_overrides_win(tmp_path: Path) ->
     assert props["group.consumer.session.timeout.ms"] == "4500"
     assert int(fast_group_settings()["group.consumer.min.heartbeat.interval.ms"]) <= 500
     assert broker.bootstrap_servers == "127.0.0.1:9999"
+
+
+def test_cluster_ids_never_start_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uuid
+
+    from consumer.testing import broker
+
+    # The first draw encodes to an id starting with '-' (0xf8 -> '-' in URL-safe base64).
+    draws = iter([uuid.UUID(bytes=b"\xf8" + b"\x00" * 15), uuid.UUID(int=7)])
+    monkeypatch.setattr(broker.uuid, "uuid4", lambda: next(draws))
+    cluster_id = broker._new_cluster_id()
+    assert not cluster_id.startswith("-")
+    assert len(cluster_id) == 22
+
+
+def test_a_failed_start_is_tried_again_on_fresh_ports(monkeypatch: pytest.MonkeyPatch) -> None:
+    attempts: list[int] = []
+
+    def fail_twice(self: LocalBroker) -> LocalBroker:
+        attempts.append(self.port)
+        if len(attempts) < 3:
+            self.port = 40000 + len(attempts)  # as if a port had been picked and lost
+            raise BrokerStartError("the port was taken")
+        return self
+
+    monkeypatch.setattr(LocalBroker, "_start_once", fail_twice)
+    broker = LocalBroker()
+    assert broker.start() is broker
+    assert attempts == [0, 0, 0], "each attempt picks new ports"
+
+
+def test_a_broker_on_a_fixed_port_is_tried_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+
+    def fail(self: LocalBroker) -> LocalBroker:
+        calls.append(1)
+        raise BrokerStartError("the port was taken")
+
+    monkeypatch.setattr(LocalBroker, "_start_once", fail)
+    with pytest.raises(BrokerStartError):
+        LocalBroker(port=45678).start()
+    assert calls == [1]
