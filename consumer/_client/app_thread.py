@@ -185,8 +185,10 @@ class AppThreadServer:
                 # As confluent-kafka: without on_lost, lost partitions go to on_revoke.
                 callback = self.callbacks.on_lost or self.callbacks.on_revoke
                 self.dataplane.unassign((tp.topic, tp.partition) for tp in partitions)
-                error = self._run_callback(callback, partitions)
+                # Lost partitions are no longer ours even inside on_lost: committing them would
+                # be refused by the broker, so commit() refuses it first.
                 self.owned.difference_update(partitions)
+                error = self._run_callback(callback, partitions)
                 self.to_background.put(CallbackCompleted(request_id, error))
             case ReportError():
                 self._report(event)

@@ -295,6 +295,17 @@ class Consumer:
             raise kafka_exception(
                 KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
             )
+        foreign = sorted(tp for tp in chosen if tp not in self._server.owned)
+        if foreign:
+            # Brokers accept such a commit from any current member, which would overwrite the
+            # new owner's progress: refuse it here (a revoked partition's offsets belong in
+            # on_revoke, while it is still owned).
+            names = ", ".join(str(tp) for tp in foreign)
+            raise kafka_exception(
+                KafkaError._STATE,
+                f"commit of partitions this member does not own: {names} (revoked, lost or "
+                "never assigned); commit revoked partitions inside on_revoke",
+            )
         token = next(self._tokens)
         outcome: list[ReportCommitResult] = []
 

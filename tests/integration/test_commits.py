@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 
 from consumer import Consumer
 
@@ -200,3 +200,32 @@ def test_synchronous_commits_from_another_thread_while_polling(
     finally:
         stop.set()
         consumer.close()
+
+
+def test_committing_a_partition_after_its_revocation_is_refused(
+    kafka_bootstrap: str, create_topic: Callable[..., str], unique_name: Namer
+) -> None:
+    topic = create_topic(partitions=2)
+    group = unique_name("g")
+    first = Consumer(config(kafka_bootstrap, group, **{"enable.auto.commit": False}))
+    second = Consumer(config(kafka_bootstrap, group, **{"enable.auto.commit": False}))
+    revoked: list[int] = []
+    try:
+        first.subscribe([topic], on_revoke=lambda c, ps: revoked.extend(tp.partition for tp in ps))
+        deadline = time.monotonic() + 30
+        while len(first.assignment()) != 2:
+            assert time.monotonic() < deadline, "first member never got both partitions"
+            first.poll(0.1)
+        second.subscribe([topic])
+        while not revoked:
+            assert time.monotonic() < deadline, "no partition was handed over"
+            first.poll(0.1)
+            second.poll(0.1)
+        [gone] = revoked
+        with pytest.raises(KafkaException, match="does not own") as caught:
+            first.commit(offsets=[TopicPartition(topic, gone, 1100)], asynchronous=False)
+        assert f"{topic}-{gone}" in str(caught.value)
+        assert committed_offset(second, topic, gone) != 1100, "nothing was sent"
+    finally:
+        first.close()
+        second.close()
