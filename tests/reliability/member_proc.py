@@ -1,0 +1,261 @@
+"""One group member in its own process, for the reliability tier (``python member_proc.py SPEC``).
+
+``SPEC`` is a JSON object (built by ``reliability_support.MemberProcess``). The member subscribes
+with ``consumer.Consumer``, consumes in batches, processes each record (records it), commits the
+batch synchronously and stops on SIGTERM with ``close()`` (a graceful leave). Everything goes to
+one JSON-lines file, one flushed line per event, so a SIGKILL loses at most a torn last line:
+
+* timeline events in :class:`consumer.testing.timeline.Timeline` form: ``assigned`` (when
+  ``on_assign`` starts), ``revoked`` (when ``on_revoke``/``on_lost`` returns), ``processed``
+  (one per record, before the record counts as done), ``commit`` (each partition a synchronous
+  commit returned without error), ``state`` (``on_state_change``);
+* side events (type ``x``, read by the test only): ``revoke_start``/``lost_start`` (partitions),
+  ``value`` (partition, offset, value of each record), ``error`` (``error_cb``),
+  ``commit_failed``, ``exception`` (raised by ``consume()``), ``slow_revoke``, ``late_commit``,
+  ``gap``, ``closed``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import KafkaError, TopicPartition
+
+from consumer import Consumer
+from consumer.testing.timeline import Timeline, wall_clock_ms
+
+
+class Member:
+    """The member's behaviour; see the module docstring."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.name: str = spec["name"]
+        self.path = Path(spec["file"])
+        self.timeline = Timeline()
+        self.timeline.stream_to(self.path)
+        self._side = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in run()
+        self._lock = threading.Lock()
+        self.positions: dict[tuple[str, int], int] = {}
+        self.owned: set[tuple[str, int]] = set()
+        self.stop = threading.Event()
+        self.assign_raised = False
+        self.revoked_pending: list[tuple[str, int, int]] = []
+        self.stable_seen = threading.Event()
+        config = {
+            "bootstrap.servers": spec["bootstrap"],
+            "group.id": spec["group"],
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "socket.timeout.ms": 3000,
+            "on_state_change": self.on_state_change,
+            "error_cb": self.on_error,
+            **spec.get("config", {}),
+        }
+        self.consumer = Consumer(config)
+        self._count_control_plane_connects()
+
+    def _count_control_plane_connects(self) -> None:
+        """Record each connection attempt of our control plane (side event ``connect``).
+
+        The proxy in front of the member also carries librdkafka's data-plane connections, so
+        it cannot tell whose backoff it sees; this counts ours alone.
+        """
+        from consumer._runtime import connection
+
+        original = connection.BrokerConnection._open_session
+        member = self
+
+        async def open_session(self: Any) -> Any:
+            member.side("connect")
+            return await original(self)
+
+        connection.BrokerConnection._open_session = open_session  # type: ignore[method-assign]
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def side(self, kind: str, **fields: Any) -> None:
+        line = {"type": "x", "kind": kind, "member": self.name, "at_ms": wall_clock_ms(), **fields}
+        with self._lock:
+            self._side.write(json.dumps(line, separators=(",", ":")) + "\n")
+            self._side.flush()
+
+    def on_state_change(self, _previous: str, current: str) -> None:
+        self.timeline.state(self.name, current)
+        if current == "STABLE":
+            self.stable_seen.set()
+
+    def on_error(self, error: KafkaError) -> None:
+        self.side(
+            "error", code=error.code(), name=error.name(), text=error.str(), fatal=error.fatal()
+        )
+
+    # -- callbacks ---------------------------------------------------------------------------
+
+    def on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            if key in self.owned:
+                self.side("anomaly", what=f"assigned already owned {key}")
+                continue
+            self.owned.add(key)
+            self.timeline.assigned(self.name, tp.topic, tp.partition)
+        if self.spec.get("assign_raise_once") and not self.assign_raised and partitions:
+            self.assign_raised = True
+            raise RuntimeError("on_assign failed on purpose (reliability test)")
+
+    def on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self.side("revoke_start", partitions=keys)
+        delay = float(self.spec.get("revoke_delay_s", 0.0))
+        trigger = self.spec.get("slow_revoke_trigger")
+        if trigger and os.path.exists(trigger):
+            os.unlink(trigger)
+            delay = float(self.spec["slow_revoke_s"])
+        if delay:
+            self.side("slow_revoke", delay_s=delay, partitions=keys)
+            time.sleep(delay)  # the deliberate fault: a callback slower than the rebalance timeout
+        self.commit([k for k in keys if k in self.positions], where="revoke")
+        if self.spec.get("late_commit_revoked"):
+            self.revoked_pending += [
+                (t, p, self.positions[(t, p)]) for t, p in keys if (t, p) in self.positions
+            ]
+        self._release(keys)
+
+    def on_lost(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self.side("lost_start", partitions=keys)
+        self._release(keys)
+
+    def _release(self, keys: list[tuple[str, int]]) -> None:
+        for key in keys:
+            self.positions.pop(key, None)
+            if key in self.owned:
+                self.owned.discard(key)
+                self.timeline.revoked(self.name, key[0], key[1])
+            else:
+                self.side("anomaly", what=f"released not owned {key}")
+
+    # -- commits -----------------------------------------------------------------------------
+
+    def commit(self, keys: list[tuple[str, int]], *, where: str) -> None:
+        offsets = [TopicPartition(t, p, self.positions[(t, p)]) for t, p in keys]
+        if not offsets:
+            return
+        try:
+            result = self.consumer.commit(offsets=offsets, asynchronous=False)
+        except Exception as exc:  # noqa: BLE001 - a refused commit is an outcome to record
+            self.side(
+                "commit_failed",
+                where=where,
+                error=str(exc),
+                partitions=[[tp.topic, tp.partition, tp.offset] for tp in offsets],
+            )
+            return
+        for tp in result or offsets:
+            if tp.error is None:
+                self.timeline.commit(self.name, tp.topic, tp.partition, tp.offset)
+            else:
+                self.side(
+                    "commit_failed",
+                    where=where,
+                    error=str(tp.error),
+                    partitions=[[tp.topic, tp.partition, tp.offset]],
+                )
+
+    def late_commit(self) -> None:
+        """Commit revoked partitions after their revocation (must not succeed)."""
+        pending, self.revoked_pending = self.revoked_pending, []
+        for topic, partition, position in pending:
+            bogus = position + 1000
+            try:
+                result = self.consumer.commit(
+                    offsets=[TopicPartition(topic, partition, bogus)], asynchronous=False
+                )
+                errors = [str(tp.error) for tp in result or [] if tp.error is not None]
+                outcome = "rejected" if errors else "accepted"
+                detail = "; ".join(errors)
+            except Exception as exc:  # noqa: BLE001
+                outcome, detail = "raised", str(exc)
+            self.side(
+                "late_commit", partition=[topic, partition, bogus], outcome=outcome, detail=detail
+            )
+
+    # -- main loop ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.consumer.subscribe(
+            self.spec["topics"],
+            on_assign=self.on_assign,
+            on_revoke=self.on_revoke,
+            on_lost=self.on_lost,
+        )
+        gaps = [float(g) for g in self.spec.get("poll_gaps_s", [])]
+        batch_size = int(self.spec.get("batch", 200))
+        failed = 0
+        member_id_recorded = False
+        while not self.stop.is_set():
+            if not member_id_recorded and self.stable_seen.is_set():
+                self.side("member_id", id=self.consumer.memberid())
+                member_id_recorded = True
+            if self.revoked_pending:
+                self.late_commit()
+            if gaps and self.stable_seen.is_set() and self.owned:
+                gap = gaps.pop(0)
+                self.side("gap", seconds=gap, phase="start")
+                time.sleep(gap)  # the deliberate fault: no poll() for longer than allowed
+                self.side("gap", seconds=gap, phase="end")
+                self.stable_seen.clear()
+            try:
+                messages = self.consumer.consume(batch_size, 0.1)
+            except Exception as exc:  # noqa: BLE001 - recorded; the test judges it
+                fatal = bool(getattr(getattr(exc, "args", [None])[0], "fatal", lambda: False)())
+                self.side("exception", error=f"{type(exc).__name__}: {exc}", fatal=fatal)
+                failed += 1
+                if fatal or failed > 20:
+                    break
+                continue
+            done: set[tuple[str, int]] = set()
+            for message in messages:
+                if message.error() is not None:
+                    self.side(
+                        "error",
+                        code=message.error().code(),
+                        name=message.error().name(),
+                        text=message.error().str(),
+                        fatal=message.error().fatal(),
+                    )
+                    continue
+                topic, partition, offset = message.topic(), message.partition(), message.offset()
+                self.timeline.processed(self.name, topic, partition, offset)
+                value = message.value()
+                self.side("value", p=partition, o=offset, v=int(value) if value else None)
+                self.positions[(topic, partition)] = offset + 1
+                done.add((topic, partition))
+            if done:
+                self.commit(sorted(done), where="batch")
+        try:
+            self.consumer.close()
+            self.side("closed")
+        except Exception as exc:  # noqa: BLE001
+            self.side("exception", error=f"close: {type(exc).__name__}: {exc}", fatal=False)
+        self.timeline.close()
+        self._side.close()
+        return 0
+
+
+def main() -> int:
+    member = Member(json.loads(sys.argv[1]))
+    signal.signal(signal.SIGTERM, lambda _sig, _frame: member.stop.set())
+    return member.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
