@@ -24,6 +24,7 @@ from kio.static.protocol import (
     ResponsePayload,
 )
 
+from consumer._wire.guard import check_entity_bounds
 from consumer.errors import ProtocolError
 
 __all__ = [
@@ -142,6 +143,13 @@ def _decode_two(
 ) -> tuple[HeaderT, PayloadT]:
     name = getattr(payload_type, "__name__", what)
     version = getattr(payload_type, "__version__", "?")
+    # kio's native decoder aborts the process on an absurd length prefix (see guard.py):
+    # check every length against the bytes left before it sees the frame.
+    try:
+        header_end = check_entity_bounds(header_type, frame, 0)
+        check_entity_bounds(payload_type, frame, header_end)
+    except ProtocolError as error:
+        raise ProtocolError(f"could not decode {name} v{version}: {error}") from error
     try:
         header, header_size = entity_reader(header_type)(frame, 0)
         payload, payload_size = entity_reader(payload_type)(frame, header_size)
