@@ -20,6 +20,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
     Consumer,
+    KafkaException,
     Message,
     TopicPartition,
 )
@@ -29,6 +30,8 @@ START_AT_BEGINNING = OFFSET_BEGINNING
 START_AT_END = OFFSET_END
 
 TopicPartitionKey = tuple[str, int]
+#: Bound of the one metadata request that warms a new topic (see DataPlane._warm_metadata).
+_METADATA_WARMUP_TIMEOUT_S = 5.0
 
 
 class DataPlane:
@@ -46,6 +49,7 @@ class DataPlane:
         #: librdkafka's poll, bound once: the Consumer's fast path calls it directly.
         self.raw_poll = self._consumer.poll
         self._assigned: set[TopicPartitionKey] = set()
+        self._topics_with_metadata: set[str] = set()
         self._closed = False
 
     @property
@@ -65,9 +69,25 @@ class DataPlane:
             for (topic, partition), offset in start_offsets.items()
             if (topic, partition) not in self._assigned
         ]
+        self._warm_metadata(tp.topic for tp in partitions if tp.offset < 0)
         if partitions:
             self._consumer.incremental_assign(partitions)
             self._assigned.update((tp.topic, tp.partition) for tp in partitions)
+
+    def _warm_metadata(self, topics: Iterable[str]) -> None:
+        """Fetch metadata once for topics about to start at a logical offset.
+
+        In assign mode librdkafka resolves OFFSET_BEGINNING/END only once it knows the
+        partition's leader, and nothing has asked for the topic's metadata yet: the first
+        record then waits for a ~500 ms retry (measured in docs/benchmarks.md). One metadata
+        request per new topic (~60 ms cold, then cached) removes that wait.
+        """
+        for topic in set(topics) - self._topics_with_metadata:
+            try:
+                self._consumer.list_topics(topic, timeout=_METADATA_WARMUP_TIMEOUT_S)
+            except KafkaException:
+                continue  # a warm-up only: librdkafka still resolves the offset on its own
+            self._topics_with_metadata.add(topic)
 
     def unassign(self, partitions: Iterable[TopicPartitionKey]) -> None:
         """Stop fetching these partitions; librdkafka drops what it had prefetched for them."""
