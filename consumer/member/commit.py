@@ -114,6 +114,11 @@ class CommitRequestManager:
             if tp in self.consumed and self.committed.get(tp) != self.consumed[tp]
         }
 
+    def auto_commit_due(self, now_ms: int) -> bool:
+        """Cheap check for ``Member.poll``: has the auto-commit interval elapsed?"""
+        due = self._next_auto_commit_ms
+        return due is not None and now_ms >= due
+
     def maybe_auto_commit(
         self, now_ms: int, owned: Iterable[TopicPartition], out: list[Command]
     ) -> None:

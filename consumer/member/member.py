@@ -219,7 +219,12 @@ class Member:
             self._on_round_result(self.assignment.on_commit_finished(job_id, out), now_ms, out)
         self._on_round_result(self.assignment.check_deadline(now_ms, out), now_ms, out)
         self._advance(now_ms, out)
-        if self.state in IN_GROUP_STATES and self._epoch > 0 and self.config.auto_commit:
+        if (
+            self.config.auto_commit
+            and self.commits.auto_commit_due(now_ms)  # before building the owned list
+            and self.state in IN_GROUP_STATES
+            and self._epoch > 0
+        ):
             self.commits.maybe_auto_commit(now_ms, self.owned_partitions, out)
         self._maybe_heartbeat(now_ms, out)
         return out, self._next_deadline_ms()
