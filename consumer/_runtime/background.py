@@ -43,6 +43,8 @@ from consumer.member import (
 
 _log = logging.getLogger("consumer.runtime")
 STALE_MEMBER_EPOCH = 113
+#: Lower bound of a heartbeat's answer timeout (see BackgroundRuntime._heartbeat_timeout_ms).
+_MIN_HEARTBEAT_TIMEOUT_MS = 3_000
 #: How long a stopping loop waits for requests in flight (e.g. the leave heartbeat).
 _DRAIN_TIMEOUT_S = 5.0
 
@@ -270,7 +272,10 @@ class BackgroundRuntime:
         for command in commands:
             match command:
                 case SendHeartbeat():
-                    self._spawn(requests.heartbeat(command), expect_answer=not command.is_leave)
+                    self._spawn(
+                        requests.heartbeat(command, self._heartbeat_timeout_ms()),
+                        expect_answer=not command.is_leave,
+                    )
                 case FindCoordinator():
                     self._spawn(requests.find_coordinator())
                 case FetchMetadata():
@@ -284,6 +289,17 @@ class BackgroundRuntime:
                     self._stop_requested = True
                 case _:
                     self._to_application.put(command)
+
+    def _heartbeat_timeout_ms(self) -> int:
+        """How long to wait for a heartbeat's answer before treating the connection as dead.
+
+        Two heartbeat intervals (at least 3 s), capped by the request timeout: a heartbeat lost
+        in a network black hole is noticed within a session timeout instead of after the 60 s
+        socket timeout, so a member cut off and reconnected learns at once that it was fenced.
+        """
+        interval_ms = self._member.heartbeats.interval_ms
+        floor_ms = max(_MIN_HEARTBEAT_TIMEOUT_MS, 2 * interval_ms)
+        return min(self._cluster_settings.request_timeout_ms, floor_ms)
 
     def _spawn(self, request: Awaitable[Answer], expect_answer: bool = True) -> None:
         async def run() -> None:

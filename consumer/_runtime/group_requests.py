@@ -75,8 +75,11 @@ class GroupRequests:
         """Topic name -> id, as learned from metadata responses."""
         return self._topic_ids
 
-    async def heartbeat(self, command: SendHeartbeat) -> Answer:
-        """Send ConsumerGroupHeartbeat; answer with its outcome."""
+    async def heartbeat(self, command: SendHeartbeat, timeout_ms: int | None = None) -> Answer:
+        """Send ConsumerGroupHeartbeat; answer with its outcome.
+
+        ``timeout_ms`` bounds the wait for the answer (default: the request timeout).
+        """
         request = command.request
         owned = (
             None
@@ -105,7 +108,7 @@ class GroupRequests:
             response = await self._cluster.coordinator_request(
                 self._group_id,
                 build,  # type: ignore[arg-type]
-                timeout_ms=self._request_timeout_ms,
+                timeout_ms=timeout_ms or self._request_timeout_ms,
             )
             result = parse_heartbeat_response(response)
         except UnsupportedBrokerError as exc:
