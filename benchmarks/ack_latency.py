@@ -1,0 +1,200 @@
+"""Ack latency: from a heartbeat response carrying a new assignment to our acknowledging heartbeat.
+
+Measured without modifying the library: ``GroupRequests.heartbeat`` (and ``fetch_committed``) are
+wrapped in this process only. For each member, a response whose assignment differs from the last
+one it received starts a clock; the next heartbeat request of that member that carries
+``topic_partitions`` (the owned partitions: the ack) stops it. ``sdk_ms`` subtracts the time
+spent in OffsetFetch round trips in between (broker time, not SDK time); ``total_ms`` is the
+whole interval, including the on_assign/on_revoke callbacks served by the polling thread.
+
+Assignments change because members join (N members subscribe at once) and because the topic
+grows (partitions are added step by step, each step a new target assignment for the group).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka.cimpl import NewPartitions
+
+from benchmarks.common import (
+    FAST_HEARTBEAT_MS,
+    admin_client,
+    create_topic,
+    log,
+    percentile,
+    summary,
+    wait_for,
+)
+from consumer import Consumer
+from consumer._runtime.group_requests import GroupRequests
+from consumer.member import HeartbeatSucceeded
+
+
+@dataclass
+class _MemberClock:
+    last_assignment: Any = None
+    pending_since: float | None = None
+    fetch_s: float = 0.0
+
+
+@dataclass
+class AckRecorder:
+    """Samples of (total_ms, sdk_ms), filled by the wrapped request methods."""
+
+    members: dict[int, _MemberClock] = field(default_factory=dict)
+    samples: list[tuple[float, float]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def clock(self, requests: GroupRequests) -> _MemberClock:
+        with self.lock:
+            return self.members.setdefault(id(requests), _MemberClock())
+
+
+@contextmanager
+def recording() -> Iterator[AckRecorder]:
+    """Wrap ``GroupRequests.heartbeat`` / ``fetch_committed`` for the duration of the block."""
+    recorder = AckRecorder()
+    original_heartbeat = GroupRequests.heartbeat
+    original_fetch = GroupRequests.fetch_committed
+
+    # *args/**kwargs: robust to extra parameters the runtime may pass (e.g. a timeout).
+    async def heartbeat(self: GroupRequests, command: Any, *args: Any, **kwargs: Any) -> Any:
+        clock = recorder.clock(self)
+        sent = time.monotonic()
+        if (
+            clock.pending_since is not None
+            and command.request.topic_partitions is not None
+            and command.request.member_epoch >= 0
+        ):
+            total = sent - clock.pending_since
+            with recorder.lock:
+                recorder.samples.append((total * 1000, max(0.0, total - clock.fetch_s) * 1000))
+            clock.pending_since = None
+        answer = await original_heartbeat(self, command, *args, **kwargs)
+        if (
+            isinstance(answer, HeartbeatSucceeded)
+            and answer.assignment is not None
+            and answer.assignment != clock.last_assignment
+        ):
+            clock.last_assignment = answer.assignment
+            clock.pending_since = time.monotonic()
+            clock.fetch_s = 0.0
+        return answer
+
+    async def fetch_committed(self: GroupRequests, command: Any, *args: Any, **kwargs: Any) -> Any:
+        clock = recorder.clock(self)
+        start = time.monotonic()
+        try:
+            return await original_fetch(self, command, *args, **kwargs)
+        finally:
+            if clock.pending_since is not None:
+                clock.fetch_s += time.monotonic() - start
+
+    GroupRequests.heartbeat = heartbeat  # type: ignore[method-assign]
+    GroupRequests.fetch_committed = fetch_committed  # type: ignore[method-assign]
+    try:
+        yield recorder
+    finally:
+        GroupRequests.heartbeat = original_heartbeat  # type: ignore[method-assign]
+        GroupRequests.fetch_committed = original_fetch  # type: ignore[method-assign]
+
+
+class _Poller:
+    """One thread per member, calling ``poll(0.1)`` as an application would."""
+
+    def __init__(self, consumers: list[Consumer]) -> None:
+        self.stop = threading.Event()
+        self.threads = [
+            threading.Thread(target=self._loop, args=(c,), daemon=True) for c in consumers
+        ]
+        for thread in self.threads:
+            thread.start()
+
+    def _loop(self, consumer: Consumer) -> None:
+        while not self.stop.is_set():
+            consumer.poll(0.1)
+
+    def join(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(10)
+
+
+def _settled(consumers: list[Consumer], partitions: int) -> bool:
+    owned = 0
+    for consumer in consumers:
+        if consumer.state != "STABLE":
+            return False
+        owned += len(consumer.assignment())
+    return owned == partitions
+
+
+def run_case(bootstrap: str, members: int, partitions: int, steps: int, grow: int) -> list[Any]:
+    """``members`` members join a ``partitions``-partition topic, then it grows ``steps`` times."""
+    topic = f"bench-ack-{members}-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, partitions)
+    admin = admin_client(bootstrap)
+    rng = random.Random(members)
+    timeout_s = 60 + members
+    with recording() as recorder:
+        group = f"bench-ack-{uuid.uuid4().hex[:8]}"
+        consumers = [
+            Consumer({"bootstrap.servers": bootstrap, "group.id": group}) for _ in range(members)
+        ]
+        poller = _Poller(consumers)
+        try:
+            for consumer in consumers:
+                consumer.subscribe([topic])
+            wait_for(lambda: _settled(consumers, partitions), timeout_s, "the group to settle")
+            total = partitions
+            for _ in range(steps):
+                time.sleep(rng.uniform(0, FAST_HEARTBEAT_MS / 1000))  # random phase, see docs
+                total += grow
+                admin.create_partitions([NewPartitions(topic, total)])[topic].result(30)
+                wait_for(
+                    lambda n=total: _settled(consumers, n),  # type: ignore[misc]
+                    timeout_s,
+                    f"the group to own {total} partitions",
+                )
+        finally:
+            poller.join()
+            for consumer in consumers:
+                consumer.close()
+        return list(recorder.samples)
+
+
+def run(bootstrap: str, size: str, repeat: int) -> dict[str, Any]:
+    """The ack-latency benchmark for 1 and many members; returns the JSON-ready result."""
+    cases = [(1, 8, 20, 4), (50, 100, 10, 50)] if size == "full" else [(1, 4, 3, 2), (5, 10, 2, 5)]
+    result: dict[str, Any] = {"target_p99_ms": 50.0, "cases": {}}
+    for members, partitions, steps, grow in cases:
+        samples: list[tuple[float, float]] = []
+        for rep in range(repeat):
+            got = run_case(bootstrap, members, partitions, steps, grow)
+            samples.extend(got)
+            log(f"ack latency {members} member(s) rep {rep}: {len(got)} samples")
+        totals = [s[0] for s in samples]
+        sdk = [s[1] for s in samples]
+        result["cases"][str(members)] = {
+            "members": members,
+            "partitions": partitions,
+            "growth_steps": steps,
+            "growth_per_step": grow,
+            "samples": len(samples),
+            "total_ms": {
+                "p50": percentile(totals, 0.5),
+                "p99": percentile(totals, 0.99),
+                **summary(totals),
+            },
+            "sdk_ms": {"p50": percentile(sdk, 0.5), "p99": percentile(sdk, 0.99), **summary(sdk)},
+            "raw_total_ms": [round(v, 3) for v in totals],
+        }
+    return result

@@ -1,0 +1,132 @@
+"""Every benchmark runs at smoke size against the session broker and writes well-formed results.
+
+This never asserts speed: only that every implementation ran, counts match, and no number is
+NaN. The full-size run is ``python -m benchmarks --size full`` (see docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# benchmarks/ is a top-level folder of the repository, not part of the installed package; plain
+# `pytest` (unlike `python -m pytest`) does not put the repository root on sys.path.
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from benchmarks import BENCHMARKS  # noqa: E402
+from benchmarks.__main__ import main  # noqa: E402
+
+pytestmark = pytest.mark.integration
+
+
+def _numbers(value: Any) -> list[float]:
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        return [float(value)]
+    if isinstance(value, dict):
+        return [n for v in value.values() for n in _numbers(v)]
+    if isinstance(value, list):
+        return [n for v in value for n in _numbers(v)]
+    return []
+
+
+@pytest.fixture(scope="module")
+def smoke_run(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bench")
+    status = main(
+        [
+            "--size",
+            "smoke",
+            "--repeat",
+            "1",
+            "--bootstrap",
+            kafka_bootstrap,
+            "--no-profile",
+            "--results-dir",
+            str(out / "results"),
+            "--docs-dir",
+            str(out / "docs"),
+        ]
+    )
+    assert status == 0
+    return out
+
+
+def _result(out: Path, name: str) -> dict[str, Any]:
+    payload = json.loads((out / "results" / f"{name}.json").read_text())
+    assert payload["benchmark"] == name
+    assert payload["size"] == "smoke"
+    assert len(payload["loadavg_before"]) == 3
+    assert not any(math.isnan(n) for n in _numbers(payload)), f"NaN in {name}"
+    result: dict[str, Any] = payload["result"]
+    return result
+
+
+def test_every_result_file_and_the_doc_are_written(smoke_run: Path) -> None:
+    for name in BENCHMARKS:
+        assert (smoke_run / "results" / f"{name}.json").is_file()
+    doc = (smoke_run / "docs" / "benchmarks.md").read_text()
+    for heading in ("Throughput", "Convergence", "Ack latency", "Cost per member", "Headline"):
+        assert heading in doc
+    plots = list((smoke_run / "docs" / "benchmarks").glob("*.png"))
+    assert any(p.name.startswith("timeline-") for p in plots)
+    for link in [line for line in doc.splitlines() if line.startswith("![")]:
+        target = link.split("(", 1)[1].rstrip(")")
+        assert (smoke_run / "docs" / target).is_file(), link
+
+
+def test_throughput_consumed_everything_with_every_implementation(smoke_run: Path) -> None:
+    from benchmarks.throughput import IMPLEMENTATIONS
+
+    result = _result(smoke_run, "throughput")
+    assert set(result["workloads"]) == {"100B", "1KiB"}
+    for work in result["workloads"].values():
+        assert {r["impl"] for r in work["runs"]} == set(IMPLEMENTATIONS)
+        for run in work["runs"]:
+            assert run["consumed"] == run["expected"] == work["count"], run
+            assert run["records_per_s"] > 0
+        assert set(work["ratios"]) == {"c/b", "d/b", "d/b'", "c/a"}
+
+
+def test_convergence_every_scenario_and_implementation(smoke_run: Path) -> None:
+    from benchmarks.convergence import IMPLEMENTATIONS, SCENARIOS
+
+    result = _result(smoke_run, "convergence")
+    (broker,) = result["brokers"].values()
+    runs = broker["runs"]
+    assert {(r["impl"], r["scenario"]) for r in runs} == {
+        (i, s) for i in IMPLEMENTATIONS for s in SCENARIOS
+    }
+    for run in runs:
+        assert run["converge_s"] >= 0
+        assert run["max_unowned_s"] >= 0
+    for scenario in SCENARIOS:
+        assert set(broker["timelines"][scenario]) == set(IMPLEMENTATIONS)
+
+
+def test_ack_latency_has_samples_for_one_and_many_members(smoke_run: Path) -> None:
+    result = _result(smoke_run, "ack_latency")
+    assert len(result["cases"]) == 2
+    for case in result["cases"].values():
+        assert case["samples"] > 0
+        assert case["total_ms"]["p99"] >= case["total_ms"]["p50"] >= 0
+
+
+def test_member_cost_measured_every_count_and_the_core(smoke_run: Path) -> None:
+    result = _result(smoke_run, "member_cost")
+    (broker,) = result["brokers"].values()
+    for n in result["member_counts"]:
+        for impl in ("ours", "confluent-848"):
+            stats = broker["stats"][f"{impl}/{n}"]
+            assert stats["rss_mb"]["n"] >= 1
+            assert stats["rss_mb"]["median"] > 0
+    assert [row["partitions"] for row in result["microbenchmark"]] == [1, 100, 1000]
+    assert all(row["us_per_heartbeat"] > 0 for row in result["microbenchmark"])
