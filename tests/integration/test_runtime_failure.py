@@ -31,11 +31,13 @@ def test_a_crash_in_the_background_loop_is_raised_from_the_next_poll(
     heartbeats_seen: list[int] = []
     original = GroupRequests.heartbeat
 
-    async def heartbeat_then_crash(self: GroupRequests, command: SendHeartbeat):  # type: ignore[no-untyped-def]
+    async def heartbeat_then_crash(  # type: ignore[no-untyped-def]
+        self: GroupRequests, command: SendHeartbeat, *args: object, **kwargs: object
+    ):
         heartbeats_seen.append(command.request.member_epoch)
         if len(heartbeats_seen) >= 3:
             raise RuntimeError("injected bug in the runtime")
-        return await original(self, command)
+        return await original(self, command, *args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(GroupRequests, "heartbeat", heartbeat_then_crash)
     consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": unique_name("g")})
