@@ -221,8 +221,13 @@ class AppThreadServer:
         self.to_background.put(FetchingStopped(request_id, offsets))
 
     def _apply(self, command: ApplyAssignment) -> None:
-        """Remove revoked partitions now; add new ones after ``on_assign`` (which follows)."""
+        """Remove revoked partitions now; add new ones after ``on_assign`` (which follows).
+
+        The member owns the new assignment from now on (``assignment()`` and commits inside
+        ``on_assign`` see it); only the data plane waits for ``on_assign``'s start offsets.
+        """
         self.dataplane.unassign((tp.topic, tp.partition) for tp in command.removed)
+        self.owned = set(command.assigned)
         self._pending_apply = command
 
     def _finish_apply(self, overrides: dict[tuple[str, int], int]) -> None:

@@ -143,7 +143,14 @@ def check_extras(factory: ConsumerFactory, consumer: Any, *, state: str | None =
         return
     assert isinstance(consumer.member_epoch, int), "member_epoch must be an int"
     if state is not None:
-        assert consumer.state == state, f"state is {consumer.state!r}, expected {state!r}"
+        # The broker counts an assignment as the member's own when it sends it; the member is
+        # STABLE only after OffsetFetch, on_assign and its ack. Wait for that, bounded.
+        wait_until(
+            lambda: consumer.state == state,
+            CONVERGENCE_S,
+            f"state {state}",
+            details=lambda: f"state is {consumer.state!r}, expected {state!r}",
+        )
 
 
 # --------------------------------------------------------------------------------------------
