@@ -235,7 +235,10 @@ class Fleet:
     # -- waiting -----------------------------------------------------------------------------
 
     def converged(self, members: Sequence[MemberProcess] | None = None) -> bool:
-        """Every given (default: live) member is STABLE and they own every partition once."""
+        """Every given (default: live) member is STABLE, they own every partition once, and the
+        assignment is balanced (owned counts differ by at most one, as the broker's uniform
+        assignor targets): a newcomer is STABLE with nothing while the previous owner has not
+        yet revoked what the broker will move to it, which is not converged."""
         chosen = list(members) if members is not None else self.live()
         if not chosen:
             return False
@@ -243,7 +246,9 @@ class Fleet:
         if any(v.state != "STABLE" for v in views):
             return False
         owned = [p for v in views for p in v.owned]
-        return len(owned) == len(set(owned)) and set(owned) == self.all_partitions()
+        counts = [len(v.owned) for v in views]
+        balanced = max(counts) - min(counts) <= 1
+        return balanced and len(owned) == len(set(owned)) and set(owned) == self.all_partitions()
 
     def wait_converged(
         self, timeout_s: float = CONVERGE_S, members: Sequence[MemberProcess] | None = None
@@ -251,7 +256,7 @@ class Fleet:
         return wait_until(
             lambda: self.converged(members),
             timeout_s,
-            "the group to be STABLE with every partition owned once",
+            "the group to be STABLE and balanced with every partition owned once",
             self.describe,
         )
 
@@ -417,6 +422,29 @@ class Fleet:
 
     def side_events(self, kind: str) -> list[dict[str, Any]]:
         return [s for m in self.members for s in m.view.side_events(kind)]
+
+    def save_evidence(self, problems: Sequence[str]) -> Path:
+        """Write what a failed run needs to be understood next to the members' files: the
+        faults the test injected, each member's broker member id, the broker's log lines about
+        this group, and every problem the checks found. Returns the report's path."""
+        path = self.workdir / f"run-report-{self.group}.txt"
+        lines = ["# faults (kind, member, start_ms, end_ms)"]
+        for event in self.parent.events():
+            if isinstance(event, Fault):
+                lines.append(f"{event.kind} {event.member} {event.start_ms} {event.end_ms}")
+        lines.append("# member ids")
+        for member in self.members:
+            for side in member.view.side_events("member_id"):
+                lines.append(f"{member.name} {side['id']}")
+        lines.append("# broker log lines about the group")
+        log = self.cluster.broker.log_path
+        if log.exists():
+            tag = f"[GroupId {self.group}]"
+            lines += [x for x in log.read_text(errors="replace").splitlines() if tag in x]
+        lines.append(f"# problems ({len(problems)})")
+        lines += problems
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return path
 
 
 # ----------------------------------------------------------------------------------------------
@@ -673,15 +701,22 @@ def check_run(
     timeline = fleet.timeline(rebalance_timeout_ms)
     produced.record_into(timeline)
     events = timeline.events()
-    # A zombie record only matters as a duplicate: it is set apart only when some non-zombie
-    # processing of the same record exists (so it never turns into a "lost" record).
+    # A zombie record only matters as a duplicate: it is set apart from the duplicate check, but
+    # a record processed by zombies alone keeps its earliest processing (so it never turns into
+    # a "lost" record, and two zombies processing it do not count as a live duplicate).
     candidates = zombie_records(events, SESSION_MS)
     covered = {
         (ev.topic, ev.partition, ev.offset)
         for ev in events
         if isinstance(ev, Processed) and ev not in candidates
     }
-    zombies = {ev for ev in candidates if (ev.topic, ev.partition, ev.offset) in covered}
+    kept_zombies: set[Processed] = set()
+    for ev in sorted(candidates, key=lambda p: p.at_ms):
+        key = (ev.topic, ev.partition, ev.offset)
+        if key not in covered:
+            covered.add(key)
+            kept_zombies.add(ev)
+    zombies = candidates - kept_zombies
     kept = [ev for ev in events if ev not in zombies]
     report = check(kept, session_timeout_ms=SESSION_MS, stable_within_ms=stable_within_ms)
     values: dict[tuple[int, int], int | None] = {}
@@ -706,7 +741,7 @@ def check_run(
         for m in fleet.members
         if any(s == "FATAL" for _t, s in m.view.states)
     ]
-    return RunResult(
+    result = RunResult(
         report=report,
         events=len(events),
         broker_fences=len(fleet.broker_fences()),
@@ -716,6 +751,8 @@ def check_run(
         fatal=fatal,
         faults=dict(fleet.fault_counts),
     )
+    fleet.save_evidence(result.problems)
+    return result
 
 
 def callbacks_of(member: MemberProcess, since_ms: int) -> list[dict[str, Any]]:
