@@ -305,7 +305,7 @@ class AssignmentManager:
             if rnd.revoked:
                 out.append(ApplyAssignment(self._next_id(), (), (), rnd.revoked))
             self.current = frozenset()
-        self._commits.forget(self.owned_named)
+        self._commits.forget(self.owned_named, out)
         return RoundResult(rnd.kind, timed_out)
 
     # --- answers ----------------------------------------------------------------------------
@@ -338,6 +338,8 @@ class AssignmentManager:
         if rnd.callback_id != completed.request_id:
             return None
         _report_callback_error("on_revoke", completed.error, out)
+        revoked = set(rnd.revoked)
+        self._commits.forget((tp for tp in self.owned_named if tp not in revoked), out)
         return self._begin_fetch(rnd, out)
 
     def on_offsets_fetched(

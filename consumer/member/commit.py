@@ -14,6 +14,13 @@ Error policy (reference section E):
   as "no committed offset");
 * anything else ends the job: surfaced as ReportError (non-fatal) or, for user commits, in
   ReportCommitResult.
+
+A commit is never re-sent for a partition the member no longer owns: offsets consumed under one
+ownership must not overwrite what a later owner (or this member, after rejoining) committed. When
+a round revokes partitions, their part of a waiting job fails with REBALANCE_IN_PROGRESS; when the
+membership ends (fenced, poll timeout, left, failed), auto / pre-revoke / close commits are dropped
+and user commits fail with UNKNOWN_MEMBER_ID. A request already in flight still counts when its
+answer comes, but is not retried.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ class _CommitJob:
     waiting_for_epoch: bool = False
     attempts: int = 0
     errors: dict[TopicPartition, int] = field(default_factory=dict)
+    #: Set when the ownership the offsets belong to ended while a request was in flight.
+    no_retry: bool = False
 
 
 @dataclass(slots=True)
@@ -91,11 +100,26 @@ class CommitRequestManager:
         """Remember the next offsets to consume, as reported by the application."""
         self.consumed.update(offsets)
 
-    def forget(self, keep: Iterable[TopicPartition]) -> None:
-        """Drop consumed/committed offsets of partitions no longer owned."""
+    def forget(self, keep: Iterable[TopicPartition], out: list[Command]) -> None:
+        """Drop consumed/committed offsets of partitions no longer owned, and stop retrying
+        commits of those partitions (their user commits fail with REBALANCE_IN_PROGRESS)."""
         kept = set(keep)
         self.consumed = {tp: off for tp, off in self.consumed.items() if tp in kept}
         self.committed = {tp: off for tp, off in self.committed.items() if tp in kept}
+        for job in list(self._commits.values()):
+            self._cut(job, {tp for tp in job.offsets if tp not in kept}, out)
+
+    def _cut(self, job: _CommitJob, gone: set[TopicPartition], out: list[Command]) -> None:
+        """``gone`` partitions of ``job`` are no longer owned: never send them again."""
+        if not gone:
+            return
+        if job.request_id is not None:
+            job.no_retry = True  # its answer still counts
+            return
+        job.errors.update(dict.fromkeys(gone, ErrorCode.REBALANCE_IN_PROGRESS))
+        job.offsets = {tp: off for tp, off in job.offsets.items() if tp not in gone}
+        if not job.offsets:
+            self._finish_commit(job, out, quiet=job.reason is not CommitReason.USER)
 
     def reset_auto_commit_timer(self, now_ms: int) -> None:
         """Start a new auto-commit interval (after a reconciliation completes)."""
@@ -211,7 +235,7 @@ class CommitRequestManager:
             set() if job.reason is CommitReason.USER else {ErrorCode.STALE_MEMBER_EPOCH}
         )
         expired = job.deadline_ms is not None and now_ms >= job.deadline_ms
-        if not codes or not retriable_only or expired:
+        if not codes or not retriable_only or expired or job.no_retry:
             self._finish_commit(job, out)
             return job.job_id, False
         job.attempts += 1
@@ -221,12 +245,12 @@ class CommitRequestManager:
             job.retry_at_ms = now_ms + self._backoff.delay_ms(job.attempts)
         return None, stale
 
-    def _finish_commit(self, job: _CommitJob, out: list[Command]) -> None:
+    def _finish_commit(self, job: _CommitJob, out: list[Command], *, quiet: bool = False) -> None:
         del self._commits[job.job_id]
         if job.token is not None:
             out.append(ReportCommitResult(job.token, dict(job.errors)))
             return
-        if job.errors:
+        if job.errors and not quiet:
             code = next(iter(sorted(job.errors.values())))
             parts = ", ".join(str(tp) for tp in sorted(job.errors))
             out.append(
@@ -334,9 +358,17 @@ class CommitRequestManager:
         times += [f.retry_at_ms for f in self._fetches.values() if f.retry_at_ms is not None]
         return min(times) if times else None
 
-    def abort_group_work(self) -> None:
-        """Fenced or out of the group: drop auto/pre-revoke/close commits and every fetch."""
-        self._commits = {
-            job_id: job for job_id, job in self._commits.items() if job.reason is CommitReason.USER
-        }
+    def abort_group_work(self, out: list[Command]) -> None:
+        """The membership ended (fenced, poll timeout, left, failed): drop auto / pre-revoke /
+        close commits and every fetch; user commits waiting to be (re)sent fail with
+        UNKNOWN_MEMBER_ID, those in flight are not retried."""
+        for job in list(self._commits.values()):
+            if job.reason is not CommitReason.USER:
+                del self._commits[job.job_id]
+            elif job.request_id is not None:
+                job.no_retry = True
+            else:
+                job.errors.update(dict.fromkeys(job.offsets, ErrorCode.UNKNOWN_MEMBER_ID))
+                job.offsets = {}
+                self._finish_commit(job, out)
         self._fetches.clear()

@@ -89,10 +89,13 @@ class CommitRequested:
     """An explicit user commit; ``offsets=None`` commits everything consumed so far.
 
     The outcome comes back as :class:`~consumer.member.commands.ReportCommitResult` with ``token``.
+    ``timeout_ms`` bounds its retries (default: the member's ``user_commit_timeout_ms``); a
+    synchronous caller passes the time it waits, so nothing is sent after it gave up.
     """
 
     token: int
     offsets: Mapping[TopicPartition, int] | None = None
+    timeout_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

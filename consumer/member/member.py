@@ -302,7 +302,10 @@ class Member:
             if event.offsets is not None
             else self.commits.uncommitted(self.owned_partitions)
         )
-        self.commits.start_commit(CommitReason.USER, offsets, now_ms, out, token=event.token)
+        deadline_ms = None if event.timeout_ms is None else now_ms + event.timeout_ms
+        self.commits.start_commit(
+            CommitReason.USER, offsets, now_ms, out, deadline_ms=deadline_ms, token=event.token
+        )
 
     def _on_close_requested(self, event: CloseRequested, now_ms: int, out: list[Command]) -> None:
         self._closing = event.option
@@ -466,11 +469,11 @@ class Member:
         self.assignment.reset()
         self.heartbeats.reset_for_rejoin(now_ms)
 
-    def _leave_group_state(self, now_ms: int) -> None:
+    def _leave_group_state(self, now_ms: int, out: list[Command]) -> None:
         """Common reset when the member stops being part of the group."""
         self._epoch = 0
         self.heartbeats.reset_for_rejoin(now_ms)
-        self.commits.abort_group_work()
+        self.commits.abort_group_work(out)
         self.commits.stop_auto_commit_timer()
         self.assignment.abort()
         self.assignment.target = frozenset()
@@ -480,7 +483,7 @@ class Member:
             self._finish_leaving(out, Trigger.FENCE)  # the broker dropped us: no leave heartbeat
             return
         self._fire(Trigger.FENCE)
-        self._leave_group_state(now_ms)
+        self._leave_group_state(now_ms, out)
         release = self.assignment.start_release(RoundKind.LOSE_ALL, now_ms, out, CommitReason.AUTO)
         self._on_round_result(release, now_ms, out)
 
@@ -491,7 +494,7 @@ class Member:
         self._fire(Trigger.FAIL)
         self._epoch = 0
         self.heartbeats.reset_for_rejoin(now_ms)
-        self.commits.abort_group_work()
+        self.commits.abort_group_work(out)
         self.commits.stop_auto_commit_timer()
         self.assignment.abort()
         if previous is not S.UNSUBSCRIBING:
@@ -511,7 +514,7 @@ class Member:
         self._send_leave_heartbeat(out)
         self._fire(Trigger.EXPIRE_POLL_INTERVAL)
         self._polled_while_stale = False
-        self._leave_group_state(now_ms)
+        self._leave_group_state(now_ms, out)
         release = self.assignment.start_release(RoundKind.LOSE_ALL, now_ms, out, CommitReason.AUTO)
         self._on_round_result(release, now_ms, out)
 
@@ -537,7 +540,7 @@ class Member:
 
     def _finish_leaving(self, out: list[Command], trigger: Trigger) -> None:
         self._fire(trigger)
-        self._leave_group_state(0)
+        self._leave_group_state(0, out)
         self.assignment.reset()
         if self._closing is not None:
             self._shut_down_now(out)

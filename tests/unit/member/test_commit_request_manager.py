@@ -269,3 +269,77 @@ def test_resubscribing_while_leaving_rejoins_after_the_leave() -> None:
     r.handle(Subscribed(topic_names=()))  # empty names = unsubscribe; nothing owned: leave at once
     assert r.member.state is S.UNSUBSCRIBED
     assert r.last(SendHeartbeat).is_leave
+
+
+def test_user_commit_is_not_retried_past_the_callers_timeout() -> None:
+    """A synchronous caller gave up at its timeout: no retry may land after that."""
+    r = MemberRig()
+    r.stable({FOO: (0,)})
+    r.handle(CommitRequested(token=3, offsets={FOO_0: 5}, timeout_ms=4_000))
+    first = r.last(CommitOffsets)
+    r.handle(CommitCompleted(first.request_id, error_code=15))  # retriable: backoff
+    r.advance(4_000)
+    r.handle(AppPolled())
+    r.poll()
+    assert r.last(CommitOffsets) is first, "nothing is re-sent once the caller's deadline passed"
+    assert r.last(ReportCommitResult) == ReportCommitResult(3, {FOO_0: 15})
+
+
+def test_waiting_user_commit_fails_when_the_membership_ends_and_is_never_resent() -> None:
+    """Offsets consumed under one membership never overwrite commits made after a rejoin."""
+    r = MemberRig(max_poll_interval_ms=60_000)
+    r.stable({FOO: (0,)})
+    r.handle(CommitRequested(token=4, offsets={FOO_0: 5}))
+    r.handle(CommitCompleted(r.last(CommitOffsets).request_id, error_code=13))  # backoff
+    sent = len(r.all(CommitOffsets))
+    r.handle(PollIntervalExpired())
+    assert r.member.state is S.STALE
+    assert r.last(ReportCommitResult) == ReportCommitResult(4, {FOO_0: 25})
+    r.handle(CallbackCompleted(r.last(InvokeOnLost).request_id))
+    r.handle(AppPolled())
+    assert r.member.state is S.JOINING
+    rejoin = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    r.respond(rejoin, 3, {FOO: (0,)})
+    r.answer_everything()
+    for _ in range(12):
+        r.advance(10_000)
+        r.handle(AppPolled())
+        r.poll()
+    user = [c for c in r.all(CommitOffsets) if c.reason is CommitReason.USER]
+    assert len(user) == sent
+
+
+def test_in_flight_user_commit_counts_when_the_membership_ends_but_is_not_retried() -> None:
+    r = MemberRig()
+    r.stable({FOO: (0,)})
+    r.handle(CommitRequested(token=5, offsets={FOO_0: 5}))
+    in_flight = r.last(CommitOffsets)
+    r.handle(PollIntervalExpired())
+    r.handle(CommitCompleted(in_flight.request_id, error_code=13))  # retriable, but too late
+    assert r.last(ReportCommitResult) == ReportCommitResult(5, {FOO_0: 13})
+    r.advance(10_000)
+    r.poll()
+    assert r.last(CommitOffsets) is in_flight
+
+
+def test_user_commit_of_a_revoked_partition_is_not_retried_after_the_revocation() -> None:
+    r = MemberRig(auto_commit=False, retry_backoff_ms=10_000, retry_backoff_max_ms=10_000)
+    r.stable({FOO: (0, 1)})
+    r.handle(CommitRequested(token=6, offsets={FOO_0: 5, FOO_1: 7}))
+    r.handle(CommitCompleted(r.last(CommitOffsets).request_id, error_code=14))  # backoff
+    sent = len(r.all(CommitOffsets))
+    r.advance(5_000)
+    hb = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    r.respond(hb, 2, {FOO: (1,)})  # FOO_0 is revoked
+    r.stop_done()
+    r.handle(RevocationCompleted(r.last(InvokeOnRevoke).request_id))
+    retry = r.all(CommitOffsets)[sent:]
+    assert all(FOO_0 not in c.offsets for c in retry), retry
+    r.advance(10_000)
+    r.handle(AppPolled())
+    r.poll()
+    later = r.all(CommitOffsets)[sent:]
+    assert later, "the partition still owned is retried"
+    assert all(dict(c.offsets) == {FOO_1: 7} for c in later), later
+    r.handle(CommitCompleted(later[-1].request_id, {FOO_1: 0}))
+    assert r.last(ReportCommitResult) == ReportCommitResult(6, {FOO_0: 27})
