@@ -58,6 +58,14 @@ from consumer.member import (
 #: change waits for the application thread: 10 ms gave an ack p99 of 13 ms (50 ms: 88 ms) for
 #: 0.55 % of a core per idle member (docs/benchmarks.md, what-if run).
 _POLL_SLICE_S = 0.01
+#: How much longer than a synchronous commit's own deadline the caller waits for the member's
+#: answer (the member reports a job at its deadline; this covers the hand-over between threads).
+_COMMIT_REPORT_GRACE_S = 1.0
+#: A synchronous commit returns this long (at least) before the poll timer would run out.
+_SYNC_COMMIT_POLL_MARGIN_MS = 1_500
+#: Bounds of a synchronous commit's wait (the upper one is Java's ``default.api.timeout.ms``).
+_SYNC_COMMIT_MIN_MS = 1_000
+_SYNC_COMMIT_MAX_MS = 60_000
 #: Shorter slice while a rebalance is in progress, so callbacks and acks are not delayed.
 _REBALANCE_POLL_SLICE_S = 0.005
 _REBALANCING = frozenset(
@@ -319,17 +327,34 @@ class Consumer:
                 self._config.on_commit(error, partitions)
 
         self._server.commit_waiters[token] = CommitWaiter(chosen, on_result)
-        self._to_background.put(CommitRequested(token, dict(chosen)))
-        if asynchronous:
+        # A synchronous commit is retried only while the caller waits for it: once it gave up
+        # (and perhaps consumed on), a late retry must not overwrite newer offsets.
+        timeout_ms = None if asynchronous else self._sync_commit_timeout_ms()
+        self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
+        if asynchronous or timeout_ms is None:
             return None
-        timeout_s = self._config.max_poll_interval_ms / 1000
-        if not self._server.take_commit_result(token, timeout_s):
+        timeout_s = timeout_ms / 1000
+        if not self._server.take_commit_result(token, timeout_s + _COMMIT_REPORT_GRACE_S):
             self._server.commit_waiters.pop(token, None)
             raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
         error, partitions = _commit_outcome(chosen, outcome[0])
         if error is not None:
             raise ConsumerKafkaException(error)
         return partitions
+
+    def _sync_commit_timeout_ms(self) -> int:
+        """How long a synchronous commit may wait: while the membership lasts without a poll.
+
+        The member leaves the group when ``max.poll.interval.ms`` passes without a poll, and a
+        commit blocks the polling thread. Waiting longer (as Java's ``commitSync`` does, up to
+        ``default.api.timeout.ms``) turns a broker outage into a lost membership and redelivery;
+        returning ``_TIMED_OUT`` a margin before the poll timer runs out keeps the member in the
+        group, and the next commit carries the same offsets.
+        """
+        max_poll_ms = self._config.max_poll_interval_ms
+        margin_ms = max(_SYNC_COMMIT_POLL_MARGIN_MS, max_poll_ms // 10)
+        left_ms = self._last_poll_report_ms + max_poll_ms - margin_ms - _monotonic_ms()
+        return max(_SYNC_COMMIT_MIN_MS, min(left_ms, _SYNC_COMMIT_MAX_MS))
 
     def store_offsets(
         self, message: Message | None = None, offsets: list[KafkaTopicPartition] | None = None
