@@ -343,3 +343,50 @@ def test_user_commit_of_a_revoked_partition_is_not_retried_after_the_revocation(
     assert all(dict(c.offsets) == {FOO_1: 7} for c in later), later
     r.handle(CommitCompleted(later[-1].request_id, {FOO_1: 0}))
     assert r.last(ReportCommitResult) == ReportCommitResult(6, {FOO_0: 27})
+
+
+def test_in_flight_user_commit_of_a_revoked_partition_counts_but_is_not_retried() -> None:
+    r = MemberRig(auto_commit=False)
+    r.stable({FOO: (0, 1)})
+    r.handle(CommitRequested(token=7, offsets={FOO_0: 5}))
+    in_flight = r.last(CommitOffsets)
+    r.advance(5_000)
+    hb = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    r.respond(hb, 2, {FOO: (1,)})
+    r.stop_done()
+    r.handle(RevocationCompleted(r.last(InvokeOnRevoke).request_id))
+    r.handle(CommitCompleted(in_flight.request_id, error_code=14))  # retriable, but revoked
+    assert r.last(ReportCommitResult) == ReportCommitResult(7, {FOO_0: 14})
+    r.advance(10_000)
+    r.handle(AppPolled())
+    r.poll()
+    assert r.last(CommitOffsets) is in_flight
+
+
+def test_waiting_auto_commit_of_a_revoked_partition_is_dropped_quietly() -> None:
+    r = MemberRig(
+        auto_commit_interval_ms=1_000, retry_backoff_ms=10_000, retry_backoff_max_ms=10_000
+    )
+    r.stable({FOO: (0, 1)})
+    r.handle(ConsumedOffsetsReported({FOO_0: 10}))
+    r.advance(1_000)
+    r.poll()
+    auto = r.last(CommitOffsets)
+    assert auto.reason is CommitReason.AUTO
+    r.handle(CommitCompleted(auto.request_id, {FOO_0: 14}))  # backoff: waits to be re-sent
+    errors = len(r.all(ReportError))
+    r.advance(4_000)
+    hb = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    r.respond(hb, 2, {FOO: (1,)})
+    r.stop_done()
+    pre_revoke = r.last(CommitOffsets)
+    assert pre_revoke.reason is CommitReason.PRE_REVOKE
+    r.handle(CommitCompleted(pre_revoke.request_id, {FOO_0: 0}))
+    r.handle(RevocationCompleted(r.last(InvokeOnRevoke).request_id))
+    r.advance(20_000)
+    r.handle(AppPolled())
+    r.poll()
+    assert all(
+        FOO_0 not in c.offsets for c in r.all(CommitOffsets)[1:] if c.reason is CommitReason.AUTO
+    )
+    assert len(r.all(ReportError)) == errors, "a dropped auto-commit is not an error to report"
