@@ -152,15 +152,6 @@ def duplicate_causes(fleet: Fleet, rebalance_ms: int) -> Counter[str]:
     return causes
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "open defect (issue #7): under churn, runs of records are sometimes processed again by a "
-        "new owner although the previous owner was neither killed nor fenced (27 in one CI-size "
-        "run, 207 at full size) and, at full size, one double-ownership episode; see "
-        "docs/reliability.md. Runs and reports in CI until fixed."
-    ),
-)
 @pytest.mark.timeout(3600 if FULL else 300)
 def test_churn(
     make_fleet: Callable[..., tuple[Fleet, ProducedLog]],

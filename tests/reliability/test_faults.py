@@ -154,14 +154,6 @@ def test_pause_shorter_than_session(make_fleet: MakeFleet, show: Callable[[str],
     finish(fleet, produced, show, "pause_shorter_than_session")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=(
-        "open defect (issue #7): after a black hole longer than the session the member sometimes "
-        "does not learn it was fenced within 30 s of healing (seen in loaded CI runs; passes on "
-        "a quiet machine). Runs and reports in CI until fixed."
-    ),
-)
 def test_blackhole_longer_than_session(make_fleet: MakeFleet, show: Callable[[str], None]) -> None:
     """A member cut off from the broker past the session timeout is fenced; the other takes over
     during the cut; after healing it gets on_lost, rejoins and the group converges."""
