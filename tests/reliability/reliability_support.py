@@ -34,6 +34,7 @@ from consumer.testing.timeline import (
     CheckReport,
     Fault,
     Processed,
+    StateChange,
     Timeline,
     check,
     wall_clock_ms,
@@ -661,12 +662,18 @@ def delivered_after_revoke(fleet: Fleet) -> list[str]:
     return problems
 
 
+#: States in which a member holds no partition of an earlier membership: reaching one ends a
+#: zombie window (it learned it was out, or it is joining afresh).
+_OUT_OF_GROUP = ("FENCED", "STALE", "UNSUBSCRIBED", "JOINING")
+
+
 def zombie_records(events: list[Any], session_ms: int) -> set[Processed]:
     """Records processed by a member after the broker had already expired or fenced it and
-    before the member learned so (FENCED/STALE state, or an ``on_lost``): the member cannot know
-    (its commits are refused), so they are reported apart instead of as duplicates."""
+    before the member learned so (its next FENCED/STALE/UNSUBSCRIBED/JOINING state): the member
+    cannot know (its commits are refused), so they are reported apart instead of as
+    duplicates. A fence that finds the member already out of the group opens no window."""
     deaths: dict[str, list[int]] = defaultdict(list)
-    learned: dict[str, list[int]] = defaultdict(list)
+    states: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for ev in events:
         if isinstance(ev, Fault) and ev.member is not None:
             if ev.kind == FENCE:
@@ -677,16 +684,24 @@ def zombie_records(events: list[Any], session_ms: int) -> set[Processed]:
                 and ev.end_ms - ev.start_ms > session_ms
             ):
                 deaths[ev.member].append(ev.start_ms + session_ms)
-        elif getattr(ev, "state", None) in ("FENCED", "STALE", "UNSUBSCRIBED"):
-            learned[ev.member].append(ev.at_ms)
-    zombies: set[Processed] = set()
-    for ev in events:
-        if isinstance(ev, Processed):
-            for death in deaths.get(ev.member, []):
-                told = min((t for t in learned.get(ev.member, []) if t >= death), default=None)
-                if ev.at_ms >= death and (told is None or ev.at_ms <= told):
-                    zombies.add(ev)
-    return zombies
+        elif isinstance(ev, StateChange):
+            states[ev.member].append((ev.at_ms, ev.state))
+    windows: dict[str, list[tuple[int, float]]] = defaultdict(list)
+    for member, times in deaths.items():
+        history = sorted(states.get(member, []))
+        for death in times:
+            before = [state for at, state in history if at <= death]
+            if before and before[-1] in _OUT_OF_GROUP:
+                continue  # already out: nothing of the old membership to process
+            told = min((at for at, state in history if at >= death and state in _OUT_OF_GROUP),
+                       default=float("inf"))  # fmt: skip
+            windows[member].append((death, told))
+    return {
+        ev
+        for ev in events
+        if isinstance(ev, Processed)
+        and any(death <= ev.at_ms <= told for death, told in windows.get(ev.member, []))
+    }
 
 
 def check_run(
