@@ -26,6 +26,13 @@ from consumer._client.app_thread import (
     CommitWaiter,
     RebalanceCallback,
 )
+from consumer._client.commits import (
+    COMMIT_REPORT_GRACE_S,
+    commit_outcome,
+    offsets_named,
+    refuse_foreign,
+    sync_commit_timeout_ms,
+)
 from consumer._client.dataplane import DataPlane
 from consumer._client.errors import (
     CallbackMisuseError,
@@ -58,14 +65,6 @@ from consumer.member import (
 #: change waits for the application thread: 10 ms gave an ack p99 of 13 ms (50 ms: 88 ms) for
 #: 0.55 % of a core per idle member (docs/benchmarks.md, what-if run).
 _POLL_SLICE_S = 0.01
-#: How much longer than a synchronous commit's own deadline the caller waits for the member's
-#: answer (the member reports a job at its deadline; this covers the hand-over between threads).
-_COMMIT_REPORT_GRACE_S = 1.0
-#: A synchronous commit returns this long (at least) before the poll timer would run out.
-_SYNC_COMMIT_POLL_MARGIN_MS = 1_500
-#: Bounds of a synchronous commit's wait (the upper one is Java's ``default.api.timeout.ms``).
-_SYNC_COMMIT_MIN_MS = 1_000
-_SYNC_COMMIT_MAX_MS = 60_000
 #: Shorter slice while a rebalance is in progress, so callbacks and acks are not delayed.
 _REBALANCE_POLL_SLICE_S = 0.005
 _REBALANCING = frozenset(
@@ -286,75 +285,44 @@ class Consumer:
         request failure; asynchronous results go to ``on_commit(err, partitions)``.
         """
         self._check_open()
-        if message is not None and offsets is not None:
-            raise ValueError("commit() takes message or offsets, not both")
-        if message is not None:
-            if message.error() is not None:
-                raise ValueError("cannot commit a message that carries an error")
-            chosen = {
-                TopicPartition(message.topic() or "", message.partition() or 0): (
-                    (message.offset() or 0) + 1
-                )
-            }
-        elif offsets is not None:
-            chosen = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in offsets}
-        else:
-            chosen = self._consumed_offsets(self._server.owned)
-        if not chosen:
-            raise kafka_exception(KafkaError._NO_OFFSET, "no offsets to commit")
+        everything = message is None and offsets is None
+        consumed = self._consumed_offsets(self._server.owned) if everything else {}
+        chosen = offsets_named(message, offsets, consumed)
         if self._runtime is None:
             raise kafka_exception(
                 KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
             )
-        foreign = sorted(tp for tp in chosen if tp not in self._server.owned)
-        if foreign:
-            # Brokers accept such a commit from any current member, which would overwrite the
-            # new owner's progress: refuse it here (a revoked partition's offsets belong in
-            # on_revoke, while it is still owned).
-            names = ", ".join(str(tp) for tp in foreign)
-            raise kafka_exception(
-                KafkaError._STATE,
-                f"commit of partitions this member does not own: {names} (revoked, lost or "
-                "never assigned); commit revoked partitions inside on_revoke",
-            )
+        refuse_foreign(chosen, self._server.owned)
         token = next(self._tokens)
         outcome: list[ReportCommitResult] = []
 
         def on_result(result: ReportCommitResult) -> None:
             outcome.append(result)
             if asynchronous and self._config.on_commit is not None:
-                error, partitions = _commit_outcome(chosen, result)
+                error, partitions = commit_outcome(chosen, result)
                 self._config.on_commit(error, partitions)
 
         self._server.commit_waiters[token] = CommitWaiter(chosen, on_result)
         # A synchronous commit is retried only while the caller waits for it: once it gave up
         # (and perhaps consumed on), a late retry must not overwrite newer offsets.
-        timeout_ms = None if asynchronous else self._sync_commit_timeout_ms()
+        timeout_ms = (
+            None
+            if asynchronous
+            else sync_commit_timeout_ms(
+                self._config.max_poll_interval_ms, self._last_poll_report_ms, _monotonic_ms()
+            )
+        )
         self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
         if asynchronous or timeout_ms is None:
             return None
         timeout_s = timeout_ms / 1000
-        if not self._server.take_commit_result(token, timeout_s + _COMMIT_REPORT_GRACE_S):
+        if not self._server.take_commit_result(token, timeout_s + COMMIT_REPORT_GRACE_S):
             self._server.commit_waiters.pop(token, None)
             raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
-        error, partitions = _commit_outcome(chosen, outcome[0])
+        error, partitions = commit_outcome(chosen, outcome[0])
         if error is not None:
             raise ConsumerKafkaException(error)
         return partitions
-
-    def _sync_commit_timeout_ms(self) -> int:
-        """How long a synchronous commit may wait: while the membership lasts without a poll.
-
-        The member leaves the group when ``max.poll.interval.ms`` passes without a poll, and a
-        commit blocks the polling thread. Waiting longer (as Java's ``commitSync`` does, up to
-        ``default.api.timeout.ms``) turns a broker outage into a lost membership and redelivery;
-        returning ``_TIMED_OUT`` a margin before the poll timer runs out keeps the member in the
-        group, and the next commit carries the same offsets.
-        """
-        max_poll_ms = self._config.max_poll_interval_ms
-        margin_ms = max(_SYNC_COMMIT_POLL_MARGIN_MS, max_poll_ms // 10)
-        left_ms = self._last_poll_report_ms + max_poll_ms - margin_ms - _monotonic_ms()
-        return max(_SYNC_COMMIT_MIN_MS, min(left_ms, _SYNC_COMMIT_MAX_MS))
 
     def store_offsets(
         self, message: Message | None = None, offsets: list[KafkaTopicPartition] | None = None
@@ -617,17 +585,3 @@ class Consumer:
     def _check_not_in_callback(self, method: str) -> None:
         if self._server.in_callback:
             raise CallbackMisuseError(f"{method}() may not be called from a rebalance callback")
-
-
-def _commit_outcome(
-    offsets: dict[TopicPartition, int], result: ReportCommitResult
-) -> tuple[KafkaError | None, list[KafkaTopicPartition]]:
-    partitions = []
-    first_error: KafkaError | None = None
-    for tp, offset in sorted(offsets.items()):
-        code = result.partition_errors.get(tp, 0)
-        # confluent's TopicPartition.error is read-only: the first error is raised/reported.
-        if code and first_error is None:
-            first_error = KafkaError(code)
-        partitions.append(KafkaTopicPartition(tp.topic, tp.partition, offset))
-    return first_error, partitions

@@ -1,0 +1,91 @@
+"""What ``Consumer.commit()`` decides before and after the member does the work: which offsets a
+call names, which of them the member may commit, how long a synchronous call waits, and how the
+member's answer is reported in confluent-kafka's terms. Pure functions; no I/O, no threads."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from confluent_kafka import KafkaError, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from consumer._client.errors import kafka_exception
+from consumer.member import ReportCommitResult, TopicPartition
+
+#: How much longer than a synchronous commit's own deadline the caller waits for the member's
+#: answer (the member reports a job at its deadline; this covers the hand-over between threads).
+COMMIT_REPORT_GRACE_S = 1.0
+#: A synchronous commit returns this long (at least) before the poll timer would run out.
+SYNC_COMMIT_POLL_MARGIN_MS = 1_500
+#: Bounds of a synchronous commit's wait (the upper one is Java's ``default.api.timeout.ms``).
+SYNC_COMMIT_MIN_MS = 1_000
+SYNC_COMMIT_MAX_MS = 60_000
+
+
+def offsets_named(
+    message: Message | None,
+    offsets: list[KafkaTopicPartition] | None,
+    consumed: Mapping[TopicPartition, int],
+) -> dict[TopicPartition, int]:
+    """The offsets a ``commit(message=..., offsets=...)`` call names (``consumed`` when neither);
+    raises ``ValueError`` for contradictory arguments and ``_NO_OFFSET`` when nothing is left."""
+    if message is not None and offsets is not None:
+        raise ValueError("commit() takes message or offsets, not both")
+    if message is not None:
+        if message.error() is not None:
+            raise ValueError("cannot commit a message that carries an error")
+        topic, partition = message.topic() or "", message.partition() or 0
+        chosen = {TopicPartition(topic, partition): (message.offset() or 0) + 1}
+    elif offsets is not None:
+        chosen = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in offsets}
+    else:
+        chosen = dict(consumed)
+    if not chosen:
+        raise kafka_exception(KafkaError._NO_OFFSET, "no offsets to commit")
+    return chosen
+
+
+def refuse_foreign(chosen: Collection[TopicPartition], owned: Collection[TopicPartition]) -> None:
+    """Raise ``_STATE`` naming every partition in ``chosen`` the member does not own.
+
+    Brokers accept such a commit from any current member, which would overwrite the new owner's
+    progress: a revoked partition's offsets belong in ``on_revoke``, while it is still owned.
+    """
+    foreign = sorted(tp for tp in chosen if tp not in owned)
+    if foreign:
+        names = ", ".join(str(tp) for tp in foreign)
+        raise kafka_exception(
+            KafkaError._STATE,
+            f"commit of partitions this member does not own: {names} (revoked, lost or "
+            "never assigned); commit revoked partitions inside on_revoke",
+        )
+
+
+def sync_commit_timeout_ms(max_poll_interval_ms: int, last_poll_ms: int, now_ms: int) -> int:
+    """How long a synchronous commit may wait: while the membership lasts without a poll.
+
+    The member leaves the group when ``max.poll.interval.ms`` passes without a poll, and a
+    commit blocks the polling thread. Waiting longer (as Java's ``commitSync`` does, up to
+    ``default.api.timeout.ms``) turns a broker outage into a lost membership and redelivery;
+    returning ``_TIMED_OUT`` a margin before the poll timer runs out keeps the member in the
+    group, and the next commit carries the same offsets. ``last_poll_ms`` is when the member
+    was last told the application polled (same clock as ``now_ms``).
+    """
+    margin_ms = max(SYNC_COMMIT_POLL_MARGIN_MS, max_poll_interval_ms // 10)
+    left_ms = last_poll_ms + max_poll_interval_ms - margin_ms - now_ms
+    return max(SYNC_COMMIT_MIN_MS, min(left_ms, SYNC_COMMIT_MAX_MS))
+
+
+def commit_outcome(
+    offsets: Mapping[TopicPartition, int], result: ReportCommitResult
+) -> tuple[KafkaError | None, list[KafkaTopicPartition]]:
+    """The member's answer as confluent-kafka reports it: the first error (confluent's
+    ``TopicPartition.error`` is read-only from Python) and the partitions with their offsets."""
+    partitions = []
+    first_error: KafkaError | None = None
+    for tp, offset in sorted(offsets.items()):
+        code = result.partition_errors.get(tp, 0)
+        if code and first_error is None:
+            first_error = KafkaError(code)
+        partitions.append(KafkaTopicPartition(tp.topic, tp.partition, offset))
+    return first_error, partitions
