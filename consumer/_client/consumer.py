@@ -303,18 +303,15 @@ class Consumer:
                 self._config.on_commit(error, partitions)
 
         self._server.commit_waiters[token] = CommitWaiter(chosen, on_result)
+        if asynchronous:
+            self._to_background.put(CommitRequested(token, dict(chosen)))
+            return None
         # A synchronous commit is retried only while the caller waits for it: once it gave up
         # (and perhaps consumed on), a late retry must not overwrite newer offsets.
-        timeout_ms = (
-            None
-            if asynchronous
-            else sync_commit_timeout_ms(
-                self._config.max_poll_interval_ms, self._last_poll_report_ms, _monotonic_ms()
-            )
+        timeout_ms = sync_commit_timeout_ms(
+            self._config.max_poll_interval_ms, self._last_poll_report_ms, _monotonic_ms()
         )
         self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
-        if asynchronous or timeout_ms is None:
-            return None
         timeout_s = timeout_ms / 1000
         if not self._server.take_commit_result(token, timeout_s + COMMIT_REPORT_GRACE_S):
             self._server.commit_waiters.pop(token, None)

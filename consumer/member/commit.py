@@ -107,16 +107,20 @@ class CommitRequestManager:
         self.consumed = {tp: off for tp, off in self.consumed.items() if tp in kept}
         self.committed = {tp: off for tp, off in self.committed.items() if tp in kept}
         for job in list(self._commits.values()):
-            self._cut(job, {tp for tp in job.offsets if tp not in kept}, out)
+            gone = {tp for tp in job.offsets if tp not in kept}
+            self._cut(job, gone, ErrorCode.REBALANCE_IN_PROGRESS, out)
 
-    def _cut(self, job: _CommitJob, gone: set[TopicPartition], out: list[Command]) -> None:
-        """``gone`` partitions of ``job`` are no longer owned: never send them again."""
+    def _cut(
+        self, job: _CommitJob, gone: set[TopicPartition], code: int, out: list[Command]
+    ) -> None:
+        """``gone`` partitions of ``job`` are no longer owned: never send them again; if the job
+        is waiting to be (re)sent, they fail with ``code``."""
         if not gone:
             return
         if job.request_id is not None:
             job.no_retry = True  # its answer still counts
             return
-        job.errors.update(dict.fromkeys(gone, ErrorCode.REBALANCE_IN_PROGRESS))
+        job.errors.update(dict.fromkeys(gone, code))
         job.offsets = {tp: off for tp, off in job.offsets.items() if tp not in gone}
         if not job.offsets:
             self._finish_commit(job, out, quiet=job.reason is not CommitReason.USER)
@@ -363,12 +367,8 @@ class CommitRequestManager:
         close commits and every fetch; user commits waiting to be (re)sent fail with
         UNKNOWN_MEMBER_ID, those in flight are not retried."""
         for job in list(self._commits.values()):
-            if job.reason is not CommitReason.USER:
-                del self._commits[job.job_id]
-            elif job.request_id is not None:
-                job.no_retry = True
+            if job.reason is CommitReason.USER:
+                self._cut(job, set(job.offsets), ErrorCode.UNKNOWN_MEMBER_ID, out)
             else:
-                job.errors.update(dict.fromkeys(job.offsets, ErrorCode.UNKNOWN_MEMBER_ID))
-                job.offsets = {}
-                self._finish_commit(job, out)
+                del self._commits[job.job_id]
         self._fetches.clear()
