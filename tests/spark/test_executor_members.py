@@ -38,6 +38,11 @@ def _sink_lines(sink: Path) -> list[dict[str, Any]]:
     return lines
 
 
+def _writers(sink: Path) -> int:
+    """How many worker processes have written processed records (one per executor member)."""
+    return sum(1 for path in sink.glob("*.jsonl") if path.stat().st_size > 0)
+
+
 def _make_process(sink: Path) -> Callable[[list[dict[str, Any]]], None]:
     def process(records: list[dict[str, Any]]) -> None:
         # Per-worker-process file (Python workers run one task at a time); simulated work.
@@ -89,8 +94,14 @@ def test_two_executor_members_and_a_thread_member_share_the_group(
 
     runner = threading.Thread(target=job, name="run-group-members", daemon=True)
     runner.start()
-    # The non-Spark member joins while the executor members are consuming.
-    wait_until(lambda: len(_sink_lines(sink)) >= 5_000 or not runner.is_alive(), 120, "progress")
+    # The non-Spark member joins once both executor members are consuming: a task that starts
+    # late (a slow Python worker) would otherwise join together with it, and the broker could
+    # give the thread member partitions the first executor member had already released.
+    wait_until(
+        lambda: (len(_sink_lines(sink)) >= 5_000 and _writers(sink) >= 2) or not runner.is_alive(),
+        120,
+        "both executor members consuming",
+    )
     assert runner.is_alive(), f"the job ended before the thread member joined: {outcome}"
     member_started = time.time()
     member = ThreadMember(kafka_bootstrap, group, topic).start()
@@ -124,7 +135,16 @@ def test_two_executor_members_and_a_thread_member_share_the_group(
     handed = [
         r for r in ledger if r["event"] == "revoke" and member_started < r["at"] <= min(joined)
     ]
-    assert handed, "the executor members gave no partition to the joining member"
+    later = [
+        (round(r["at"], 3), r["member_id"][:8], r["event"], r["partition"])
+        for r in sorted(ledger, key=lambda r: r["at"])
+        if r["at"] > member_started and r["event"] != "commit"
+    ]
+    assert handed, (
+        "the executor members gave no partition to the joining member: "
+        f"thread member started at {member_started:.3f}, its events {member.events[:8]}, "
+        f"job ended at {outcome['ended_at']:.3f}, executor events after it started {later}"
+    )
 
     # At least once: every record processed by some member.
     seen = {line["n"] for line in spark_lines} | {int(v) for _, _, v in member.records}
