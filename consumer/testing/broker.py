@@ -20,9 +20,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes
-import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -37,39 +35,39 @@ from pathlib import Path
 from types import TracebackType
 
 from consumer.testing._probe import probe_api_keys
+from consumer.testing.detached import (
+    DetachedBroker,
+    broker_state_path,
+    read_broker_state,
+    stop_detached_broker,
+    wait_for_pid_exit,
+    write_broker_state,
+)
+from consumer.testing.kafka_jars import (
+    DEFAULT_KAFKA_VERSION,
+    BrokerStartError,
+    cache_dir,
+    java_executable,
+    resolve_kafka_jars,
+)
 
 __all__ = [
     "DEFAULT_KAFKA_VERSION",
     "BrokerStartError",
+    "DetachedBroker",
     "LocalBroker",
     "broker_state_path",
     "cache_dir",
     "fast_group_settings",
     "read_broker_state",
     "resolve_kafka_jars",
+    "running_broker",
     "stop_detached_broker",
     "wait_for_pid_exit",
     "write_broker_state",
 ]
 
-#: Newest Apache Kafka release whose jars all resolve from Maven Central. 4.4.0 is listed there
-#: but incomplete (``kafka-tools-api:4.4.0`` is missing), so the default stays on 4.3.1.
-DEFAULT_KAFKA_VERSION = "4.3.1"
-
 CONSUMER_GROUP_HEARTBEAT_KEY = 68
-
-# log4j2 version each Kafka line pulls through kafka-server (checked with mvn dependency:tree);
-# the SLF4J binding must match it.
-_LOG4J_BY_KAFKA_LINE = {
-    "3": "2.24.3",  # 3.x brokers log through log4j 1; with this binding they still start
-    "4.0": "2.24.3",
-    "4.1": "2.24.3",
-    "4.2": "2.25.3",
-    "4.3": "2.25.4",
-}
-_NEWEST_LOG4J = "2.25.4"
-
-_POM_PATH = Path(__file__).with_name("kafka-pom.xml")
 
 _LOG4J2_PROPERTIES = """\
 property.logdir = ${sys:kafka.logs.dir:-.}
@@ -98,10 +96,6 @@ _JVM_FLAGS = (
 _TOOL_JVM_FLAGS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
-class BrokerStartError(RuntimeError):
-    """The local broker could not be resolved, formatted or started; the message says why."""
-
-
 def fast_group_settings() -> dict[str, str]:
     """Broker settings that make consumer-group tests fast (500 ms heartbeats, 6 s sessions)."""
     return {
@@ -119,83 +113,6 @@ def fast_group_settings() -> dict[str, str]:
         "group.share.session.timeout.ms": "6000",
         "group.share.min.session.timeout.ms": "1000",
     }
-
-
-def cache_dir() -> Path:
-    """Per-user cache for jars and the detached broker's state (``KGM_CACHE_DIR`` overrides)."""
-    override = os.environ.get("KGM_CACHE_DIR")
-    if override:
-        return Path(override)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "kafka-group-member"
-
-
-def _log4j_version_for(kafka_version: str) -> str:
-    parts = kafka_version.split(".")
-    if parts[0] == "3":
-        return _LOG4J_BY_KAFKA_LINE["3"]
-    return _LOG4J_BY_KAFKA_LINE.get(".".join(parts[:2]), _NEWEST_LOG4J)
-
-
-def _check_kafka_version(kafka_version: str, allow_legacy: bool = False) -> None:
-    parts = kafka_version.split(".")
-    majors = ("3", "4") if allow_legacy else ("4",)
-    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]) or parts[0] not in majors:
-        raise BrokerStartError(
-            f"KAFKA_VERSION={kafka_version!r} is not supported: the consumer group protocol "
-            "(KIP-848) needs an Apache Kafka 4.x release, e.g. 4.3.1"
-        )
-
-
-def resolve_kafka_jars(
-    kafka_version: str | None = None, *, quiet: bool = True, allow_legacy: bool = False
-) -> Path:
-    """Return a folder holding every jar of Kafka ``kafka_version``, downloading it once.
-
-    ``allow_legacy`` admits 3.x releases, which lack the consumer group protocol; the project
-    uses them only to prove that such brokers are refused with a clear error.
-
-    Resolution runs ``mvn dependency:copy-dependencies`` against Maven Central into a
-    temporary folder which is renamed into the cache only when complete, so an interrupted
-    download is never mistaken for a finished one.
-    """
-    version = kafka_version or os.environ.get("KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
-    _check_kafka_version(version, allow_legacy)
-    lib_dir = cache_dir() / f"kafka-{version}" / "lib"
-    marker = lib_dir / ".complete"
-    if marker.exists():
-        return lib_dir
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise BrokerStartError("Maven ('mvn') is not on PATH; it is needed to fetch the Kafka jars")
-    lib_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix="lib-", dir=lib_dir.parent))
-    command = [
-        mvn,
-        "-B",
-        *(["-q"] if quiet else []),
-        "-f",
-        str(_POM_PATH),
-        "dependency:copy-dependencies",
-        f"-Dkafka.version={version}",
-        f"-Dlog4j2.version={_log4j_version_for(version)}",
-        f"-DoutputDirectory={staging}",
-        "-DincludeScope=runtime",
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode != 0 or not any(staging.glob(f"kafka_2.13-{version}.jar")):
-        shutil.rmtree(staging, ignore_errors=True)
-        tail = (result.stdout + result.stderr).strip().splitlines()[-15:]
-        raise BrokerStartError(
-            f"could not resolve Apache Kafka {version} from Maven Central:\n" + "\n".join(tail)
-        )
-    (staging / ".complete").write_text(version)
-    if lib_dir.exists():  # another process won the race; keep its copy
-        shutil.rmtree(staging, ignore_errors=True)
-    else:
-        staging.rename(lib_dir)
-    return lib_dir
 
 
 def _free_port() -> int:
@@ -351,7 +268,7 @@ class LocalBroker:
         )
         fmt = subprocess.run(
             [
-                _java(),
+                java_executable(),
                 *_TOOL_JVM_FLAGS,
                 *log_opts,
                 "-cp",
@@ -380,7 +297,15 @@ class LocalBroker:
         stdout_log = open(self.run_dir / "logs" / "stdout.log", "wb")  # noqa: SIM115
         try:
             self.process = subprocess.Popen(
-                [_java(), *_JVM_FLAGS, *log_opts, "-cp", classpath, "kafka.Kafka", str(props_path)],
+                [
+                    java_executable(),
+                    *_JVM_FLAGS,
+                    *log_opts,
+                    "-cp",
+                    classpath,
+                    "kafka.Kafka",
+                    str(props_path),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=stdout_log,
                 stderr=subprocess.STDOUT,
@@ -460,115 +385,6 @@ class LocalBroker:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
-    if java is None:
-        raise BrokerStartError("no 'java' on PATH (Kafka 4.x needs Java 17 or newer)")
-    return java
-
-
-# ----------------------------------------------------------------------------------------------
-# Detached broker state, for ``kgm broker start --detach`` / ``status`` / ``stop``.
-
-
-def broker_state_path() -> Path:
-    """Where the detached broker's pid, address and run folder are recorded.
-
-    ``KGM_STATE_DIR`` moves it (tests use that to run a detached broker of their own).
-    """
-    state_dir = os.environ.get("KGM_STATE_DIR")
-    return (Path(state_dir) if state_dir else cache_dir()) / "broker.json"
-
-
-@dataclass(frozen=True)
-class DetachedBroker:
-    """What ``kgm broker start --detach`` recorded about the broker it left running."""
-
-    pid: int
-    bootstrap_servers: str
-    run_dir: str
-    kafka_version: str
-
-
-def write_broker_state(broker: LocalBroker) -> DetachedBroker:
-    """Record a started broker so a later ``kgm`` process can find and stop it."""
-    assert broker.process is not None
-    assert broker.run_dir is not None
-    state = DetachedBroker(
-        pid=broker.process.pid,
-        bootstrap_servers=broker.bootstrap_servers,
-        run_dir=str(broker.run_dir),
-        kafka_version=broker.kafka_version,
-    )
-    path = broker_state_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(state.__dict__))
-    return state
-
-
-def read_broker_state() -> DetachedBroker | None:
-    """The recorded detached broker if its process is still alive, else ``None``."""
-    path = broker_state_path()
-    try:
-        state = DetachedBroker(**json.loads(path.read_text()))
-    except (OSError, ValueError, TypeError):
-        return None
-    if not _pid_alive(state.pid):
-        return None
-    return state
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
-            return False
-    return True
-
-
-def wait_for_pid_exit(pid: int, timeout_s: float) -> bool:
-    """Block until process ``pid`` (not necessarily our child) exits; ``False`` on timeout.
-
-    Uses a Linux pidfd, which becomes readable when the process ends: no polling.
-    """
-    try:
-        pidfd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        readable, _, _ = select.select([pidfd], [], [], timeout_s)
-        return bool(readable)
-    finally:
-        os.close(pidfd)
-
-
-def stop_detached_broker(timeout_s: float = 15.0) -> DetachedBroker | None:
-    """Stop the recorded detached broker; returns what was stopped, or ``None`` if none ran."""
-    state = read_broker_state()
-    path = broker_state_path()
-    if state is None:
-        path.unlink(missing_ok=True)
-        return None
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(state.pid, signal.SIGTERM)
-    if not wait_for_pid_exit(state.pid, timeout_s):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(state.pid, signal.SIGKILL)
-        wait_for_pid_exit(state.pid, 10.0)
-    shutil.rmtree(state.run_dir, ignore_errors=True)
-    path.unlink(missing_ok=True)
-    return state
 
 
 @contextlib.contextmanager
