@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
@@ -40,10 +39,15 @@ from consumer._client.errors import (
     ConsumerKafkaException,
     kafka_exception,
 )
+from consumer._client.settings import (
+    check_callbacks,
+    cluster_settings,
+    member_config,
+    subscription_event,
+)
 from consumer._runtime.background import (
     AppEvent,
     BackgroundRuntime,
-    ClusterSettings,
     ToAppEvent,
 )
 from consumer.config import ConsumerConfig, parse_config
@@ -52,10 +56,8 @@ from consumer.member import (
     CloseRequested,
     CommitRequested,
     ConsumedOffsetsReported,
-    MemberConfig,
     MemberState,
     ReportCommitResult,
-    Subscribed,
     TopicPartition,
     Unsubscribed,
 )
@@ -78,7 +80,6 @@ _REBALANCING = frozenset(
 )
 #: Records the poll() fast path may return before the full path runs again.
 _FAST_POLL_BUDGET = 256
-_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
 def _monotonic_ms() -> int:
@@ -158,36 +159,10 @@ class Consumer:
         """Subscribe to topic names; a name starting with ``^`` is a broker-side RE2J regex."""
         self._check_open()
         self._check_not_in_callback("subscribe")
-        if isinstance(topics, str) or not isinstance(topics, Sequence) or not topics:
-            raise TypeError("subscribe() takes a non-empty list of topic names or ^regexes")
-        names, patterns = [], []
-        for topic in topics:
-            if not isinstance(topic, str) or not topic:
-                raise TypeError(f"topic names must be non-empty strings, got {topic!r}")
-            if topic.startswith("^"):
-                patterns.append(topic)
-            elif _TOPIC_NAME.fullmatch(topic) is None:
-                raise ValueError(
-                    f"invalid topic name {topic!r}: use 1-249 characters of [a-zA-Z0-9._-], "
-                    "or start it with ^ to subscribe by regex"
-                )
-            else:
-                names.append(topic)
-        for name, callback in (
-            ("on_assign", on_assign),
-            ("on_revoke", on_revoke),
-            ("on_lost", on_lost),
-        ):
-            if callback is not None and not callable(callback):
-                raise TypeError(f"{name} must be callable, got {callback!r}")
+        event = subscription_event(topics)
+        check_callbacks(on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
         callbacks = self._server.callbacks
         callbacks.on_assign, callbacks.on_revoke, callbacks.on_lost = on_assign, on_revoke, on_lost
-        if patterns:
-            # As librdkafka: regexes are OR-ed, and plain names join them as literal alternatives.
-            alternatives = [f"({p})" for p in patterns] + [re.escape(n) for n in names]
-            event = Subscribed(topic_regex="|".join(alternatives))
-        else:
-            event = Subscribed(topic_names=tuple(sorted(set(names))))
         self._ensure_runtime()
         self._to_background.put(event)
 
@@ -497,28 +472,11 @@ class Consumer:
             if self._runtime.finished and self._runtime.failure is not None:
                 self._server.raise_pending()
             return
-        cfg = self._config
-        member_config = MemberConfig(
-            group_id=cfg.group_id,
-            instance_id=cfg.group_instance_id,
-            rack_id=cfg.client_rack,
-            rebalance_timeout_ms=cfg.rebalance_timeout_ms,
-            max_poll_interval_ms=cfg.max_poll_interval_ms,
-            server_assignor=cfg.group_remote_assignor,
-            auto_commit=cfg.enable_auto_commit,
-            auto_commit_interval_ms=max(1, cfg.auto_commit_interval_ms),
-            retry_backoff_ms=cfg.retry_backoff_ms,
-            retry_backoff_max_ms=max(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms),
-        )
-        cluster = ClusterSettings(
-            bootstrap_servers=",".join(str(address) for address in cfg.bootstrap_servers),
-            client_id=cfg.client_id,
-            connect_timeout_ms=cfg.socket_connection_setup_timeout_ms,
-            request_timeout_ms=cfg.socket_timeout_ms,
-            security=cfg.security,
-        )
         self._runtime = BackgroundRuntime(
-            member_config, cluster, self._to_background, self._to_application
+            member_config(self._config),
+            cluster_settings(self._config),
+            self._to_background,
+            self._to_application,
         )
         self._runtime.start()
 

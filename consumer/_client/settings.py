@@ -1,0 +1,80 @@
+"""Pure translations of what the application passed into what the member and runtime take.
+
+``subscription_event`` checks ``subscribe()``'s arguments and builds the member's input;
+``member_config`` and ``cluster_settings`` derive the background runtime's settings from the
+parsed configuration. No I/O, so each rule is unit-testable on its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from consumer._runtime.background import ClusterSettings
+from consumer.config import ConsumerConfig
+from consumer.member import MemberConfig, Subscribed
+
+__all__ = ["check_callbacks", "cluster_settings", "member_config", "subscription_event"]
+
+_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def subscription_event(topics: Any) -> Subscribed:
+    """The member input for ``subscribe(topics)``; a name starting with ``^`` is a RE2J regex.
+
+    As librdkafka: several regexes are OR-ed, and plain names join them as literal alternatives.
+    """
+    if isinstance(topics, str) or not isinstance(topics, Sequence) or not topics:
+        raise TypeError("subscribe() takes a non-empty list of topic names or ^regexes")
+    names, patterns = [], []
+    for topic in topics:
+        if not isinstance(topic, str) or not topic:
+            raise TypeError(f"topic names must be non-empty strings, got {topic!r}")
+        if topic.startswith("^"):
+            patterns.append(topic)
+        elif _TOPIC_NAME.fullmatch(topic) is None:
+            raise ValueError(
+                f"invalid topic name {topic!r}: use 1-249 characters of [a-zA-Z0-9._-], "
+                "or start it with ^ to subscribe by regex"
+            )
+        else:
+            names.append(topic)
+    if patterns:
+        alternatives = [f"({p})" for p in patterns] + [re.escape(n) for n in names]
+        return Subscribed(topic_regex="|".join(alternatives))
+    return Subscribed(topic_names=tuple(sorted(set(names))))
+
+
+def check_callbacks(**callbacks: object) -> None:
+    """Refuse a rebalance callback that is neither ``None`` nor callable, naming it."""
+    for name, callback in callbacks.items():
+        if callback is not None and not callable(callback):
+            raise TypeError(f"{name} must be callable, got {callback!r}")
+
+
+def member_config(cfg: ConsumerConfig) -> MemberConfig:
+    """The member core's settings from the consumer configuration."""
+    return MemberConfig(
+        group_id=cfg.group_id,
+        instance_id=cfg.group_instance_id,
+        rack_id=cfg.client_rack,
+        rebalance_timeout_ms=cfg.rebalance_timeout_ms,
+        max_poll_interval_ms=cfg.max_poll_interval_ms,
+        server_assignor=cfg.group_remote_assignor,
+        auto_commit=cfg.enable_auto_commit,
+        auto_commit_interval_ms=max(1, cfg.auto_commit_interval_ms),
+        retry_backoff_ms=cfg.retry_backoff_ms,
+        retry_backoff_max_ms=max(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms),
+    )
+
+
+def cluster_settings(cfg: ConsumerConfig) -> ClusterSettings:
+    """How the background runtime reaches the cluster, from the consumer configuration."""
+    return ClusterSettings(
+        bootstrap_servers=",".join(str(address) for address in cfg.bootstrap_servers),
+        client_id=cfg.client_id,
+        connect_timeout_ms=cfg.socket_connection_setup_timeout_ms,
+        request_timeout_ms=cfg.socket_timeout_ms,
+        security=cfg.security,
+    )
