@@ -8,8 +8,8 @@ the same way:
   file or directory, optional client certificate and key, host name verification per
   ``ssl.endpoint.identification.algorithm``, ``enable.ssl.certificate.verification``);
 * :func:`authenticate` runs SaslHandshake (v1) and SaslAuthenticate (v0-v2) on a freshly
-  negotiated connection, with the sans-I/O mechanism clients :class:`PlainClient` (RFC 4616) and
-  :class:`ScramClient` (RFC 5802 / RFC 7677: SCRAM-SHA-256 and SCRAM-SHA-512);
+  negotiated connection, with the sans-I/O mechanism clients of
+  :mod:`consumer._runtime.sasl_mechanisms` (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512);
 * :class:`ConnectionSecurity` is what a :class:`~consumer._runtime.connection.BrokerConnection`
   holds: the SSL context (built once, shared by every connection of a cluster client) and the
   SASL credentials.
@@ -24,12 +24,8 @@ unknown mechanism ``UNSUPPORTED_SASL_MECHANISM`` (33) and a listener without SAS
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import logging
 import os
-import secrets
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -52,11 +48,18 @@ from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest, SaslHandshakeResp
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from consumer._config.types import Secret
+from consumer._runtime.sasl_mechanisms import (
+    SUPPORTED_MECHANISMS,
+    PlainClient,
+    SaslAuthenticationFailedError,
+    SaslCredentials,
+    SaslMechanismClient,
+    ScramClient,
+    mechanism_client,
+)
 from consumer._wire import VersionRange
 from consumer.config import ConfigError
 from consumer.errors import (
-    ERROR_CLASSES,
-    KafkaError,
     ProtocolError,
     UnsupportedBrokerError,
     error_for_code,
@@ -86,20 +89,6 @@ SASL_AUTHENTICATE_API_KEY: Final = 36
 #: SaslHandshake v1 is the version after which tokens travel in SaslAuthenticate requests.
 _HANDSHAKE_VERSION: Final = 1
 _AUTHENTICATE_VERSIONS: Final = VersionRange(0, 2)
-
-SaslAuthenticationFailedError: Final[type[KafkaError]] = ERROR_CLASSES[
-    ErrorCode.sasl_authentication_failed
-]
-"""``SASL_AUTHENTICATION_FAILED`` (58): wrong credentials, or a broker we could not verify."""
-
-_SCRAM_HASHES: Final[Mapping[str, str]] = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-SUPPORTED_MECHANISMS: Final = ("PLAIN", *_SCRAM_HASHES)
-#: Kafka's floor for SCRAM iterations (``ScramMechanism.minIterations``); fewer is refused, so
-#: a rogue broker cannot make the salted password cheap to attack.
-_SCRAM_MIN_ITERATIONS: Final = 4096
-#: The GS2 header of a client that neither supports nor requests channel binding.
-_GS2_HEADER: Final = b"n,,"
-
 
 # ----------------------------------------------------------------------------------------------
 # Settings
@@ -133,22 +122,6 @@ class SecuritySettings(Protocol):
     def sasl_username(self) -> str | None: ...
     @property
     def sasl_password(self) -> _Revealable | None: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SaslCredentials:
-    """A SASL mechanism, user name and password (masked in ``repr()``)."""
-
-    mechanism: str
-    username: str
-    password: Secret
-
-    def __post_init__(self) -> None:
-        if self.mechanism not in SUPPORTED_MECHANISMS:
-            raise ConfigError(
-                f"Invalid value {self.mechanism!r} for 'sasl.mechanism': expected one of "
-                f"{', '.join(SUPPORTED_MECHANISMS)} (the member's connections implement no other)."
-            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,179 +242,6 @@ def _reason(error: BaseException) -> str:
     if isinstance(error, OSError) and error.strerror:
         return error.strerror
     return str(error) or type(error).__name__
-
-
-# ----------------------------------------------------------------------------------------------
-# SASL mechanisms (sans-I/O)
-
-
-class SaslMechanismClient(Protocol):
-    """The client side of one SASL exchange.
-
-    ``step(None)`` gives the first message; each later call takes the server's bytes and gives
-    the next message, or None once the exchange is complete (after verifying the server).
-    """
-
-    mechanism: str
-
-    def step(self, challenge: bytes | None) -> bytes | None: ...
-
-
-class PlainClient:
-    """SASL PLAIN (RFC 4616): one message, ``authzid NUL authcid NUL passwd``, with an empty
-    authorization id (Kafka authorizes the authenticated user)."""
-
-    mechanism = "PLAIN"
-
-    def __init__(self, username: str, password: Secret) -> None:
-        self._username = username
-        self._password = password
-        self._sent = False
-
-    def step(self, challenge: bytes | None) -> bytes | None:
-        """The single client message, then None."""
-        if self._sent:
-            return None
-        self._sent = True
-        return b"\0" + self._username.encode() + b"\0" + self._password.reveal().encode()
-
-    def __repr__(self) -> str:
-        return f"<PlainClient user={self._username!r}>"
-
-
-class ScramClient:
-    """The client side of SCRAM (RFC 5802) with SHA-256 or SHA-512 (RFC 7677), no channel
-    binding, as Kafka's ``ScramSaslClient`` speaks it.
-
-    Args:
-        mechanism: ``SCRAM-SHA-256`` or ``SCRAM-SHA-512``.
-        username / password: the credentials (the password is never stored in clear here).
-        nonce: the client nonce; random unless given (tests use the RFC's fixed one).
-    """
-
-    def __init__(
-        self, mechanism: str, username: str, password: Secret, *, nonce: str | None = None
-    ) -> None:
-        if mechanism not in _SCRAM_HASHES:
-            raise ValueError(f"{mechanism!r} is not one of {tuple(_SCRAM_HASHES)}")
-        self.mechanism = mechanism
-        self._hash = _SCRAM_HASHES[mechanism]
-        self._username = username
-        self._password = password
-        self._nonce = nonce if nonce is not None else secrets.token_urlsafe(24)
-        self._client_first_bare = f"n={_saslname(username)},r={self._nonce}"
-        self._expected_server_signature: bytes | None = None
-        self._stage = 0
-
-    def step(self, challenge: bytes | None) -> bytes | None:
-        """client-first; then client-final for server-first; then verify server-final."""
-        stage, self._stage = self._stage, self._stage + 1
-        if stage == 0:
-            return self.client_first()
-        if challenge is None:
-            raise self._failure("the broker sent no SCRAM message")
-        if stage == 1:
-            return self.client_final(challenge)
-        if stage == 2:
-            self.verify_server_final(challenge)
-            return None
-        raise self._failure("the SCRAM exchange is already complete")
-
-    def client_first(self) -> bytes:
-        """``n,,n=<user>,r=<client nonce>``."""
-        return _GS2_HEADER + self._client_first_bare.encode()
-
-    def client_final(self, server_first: bytes) -> bytes:
-        """``c=biws,r=<nonce>,p=<proof>`` for the broker's server-first message."""
-        server_first_text = self._decode(server_first, "server-first")
-        attributes = _scram_attributes(server_first_text)
-        if "e" in attributes:
-            raise self._failure(f"the broker refused the first message: {attributes['e']}")
-        if "m" in attributes:
-            raise self._failure("the broker asks for a mandatory SCRAM extension")
-        try:
-            nonce, salt_b64, iterations_text = attributes["r"], attributes["s"], attributes["i"]
-            salt = base64.b64decode(salt_b64, validate=True)
-            iterations = int(iterations_text)
-        except (KeyError, ValueError):
-            raise self._failure("the broker's server-first message is malformed") from None
-        if not nonce.startswith(self._nonce) or len(nonce) <= len(self._nonce):
-            raise self._failure("the broker's nonce does not extend the client nonce")
-        if iterations < _SCRAM_MIN_ITERATIONS:
-            raise self._failure(
-                f"the broker asks for {iterations} iterations, fewer than {_SCRAM_MIN_ITERATIONS}"
-            )
-        salted = hashlib.pbkdf2_hmac(self._hash, self._password.reveal().encode(), salt, iterations)
-        client_key = self._hmac(salted, b"Client Key")
-        stored_key = hashlib.new(self._hash, client_key).digest()
-        channel_binding = base64.b64encode(_GS2_HEADER).decode()
-        without_proof = f"c={channel_binding},r={nonce}"
-        auth_message = f"{self._client_first_bare},{server_first_text},{without_proof}".encode()
-        client_signature = self._hmac(stored_key, auth_message)
-        proof = bytes(a ^ b for a, b in zip(client_key, client_signature, strict=True))
-        server_key = self._hmac(salted, b"Server Key")
-        self._expected_server_signature = self._hmac(server_key, auth_message)
-        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
-
-    def verify_server_final(self, server_final: bytes) -> None:
-        """Check ``v=<server signature>``: proof that the broker knows the salted password.
-
-        Raises:
-            SaslAuthenticationFailedError: an ``e=`` error, a malformed message, or a signature
-                that does not match (the broker is not the one holding our credentials).
-        """
-        expected = self._expected_server_signature
-        if expected is None:
-            raise self._failure("server-final message before server-first")
-        attributes = _scram_attributes(self._decode(server_final, "server-final"))
-        if "e" in attributes:
-            raise self._failure(f"the broker refused the proof: {attributes['e']}")
-        try:
-            signature = base64.b64decode(attributes["v"], validate=True)
-        except (KeyError, ValueError):
-            raise self._failure("the broker's server-final message is malformed") from None
-        if not hmac.compare_digest(signature, expected):
-            raise self._failure(
-                "the broker's server signature does not verify: it does not hold this user's "
-                "SCRAM credentials (wrong broker, or a man in the middle)"
-            )
-
-    def _hmac(self, key: bytes, message: bytes) -> bytes:
-        return hmac.new(key, message, self._hash).digest()
-
-    def _decode(self, data: bytes, what: str) -> str:
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise self._failure(f"the broker's {what} message is not UTF-8") from None
-
-    def _failure(self, reason: str) -> KafkaError:
-        return SaslAuthenticationFailedError(f"{self.mechanism} for {self._username!r}: {reason}")
-
-    def __repr__(self) -> str:
-        return f"<ScramClient {self.mechanism} user={self._username!r}>"
-
-
-def _saslname(username: str) -> str:
-    """RFC 5802 ``saslname``: ``=`` and ``,`` escaped as ``=3D`` and ``=2C``."""
-    return username.replace("=", "=3D").replace(",", "=2C")
-
-
-def _scram_attributes(message: str) -> dict[str, str]:
-    """``a=1,b=2`` -> ``{"a": "1", "b": "2"}`` (values may contain ``=``)."""
-    attributes: dict[str, str] = {}
-    for part in message.split(","):
-        name, separator, value = part.partition("=")
-        if separator and len(name) == 1:
-            attributes.setdefault(name, value)
-    return attributes
-
-
-def mechanism_client(credentials: SaslCredentials) -> SaslMechanismClient:
-    """A fresh mechanism client for one authentication."""
-    if credentials.mechanism == "PLAIN":
-        return PlainClient(credentials.username, credentials.password)
-    return ScramClient(credentials.mechanism, credentials.username, credentials.password)
 
 
 # ----------------------------------------------------------------------------------------------
