@@ -1,0 +1,122 @@
+"""The events of a run's timeline, and the names of the invariants checked over them.
+
+See :mod:`consumer.testing.timeline` for what each event means and how runs record them;
+:mod:`consumer.testing.invariants` checks them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "EVENT_NAMES",
+    "EVENT_TYPES",
+    "COMMIT_REGRESSION",
+    "DOUBLE_OWNERSHIP",
+    "FENCE",
+    "ISOLATING_FAULTS",
+    "KILL",
+    "LOST_RECORD",
+    "NOT_STABLE",
+    "UNEXPLAINED_DUPLICATE",
+    "Commit",
+    "Event",
+    "Fault",
+    "Ownership",
+    "Processed",
+    "Produced",
+    "StateChange",
+    "wall_clock_ms",
+]
+
+KILL = "kill"
+FENCE = "fence"
+ISOLATING_FAULTS = frozenset({"blackhole", "drop", "pause", "partition"})
+
+DOUBLE_OWNERSHIP = "double_ownership"
+COMMIT_REGRESSION = "commit_regression"
+LOST_RECORD = "lost_record"
+UNEXPLAINED_DUPLICATE = "unexplained_duplicate"
+NOT_STABLE = "not_stable"
+
+
+def wall_clock_ms() -> int:
+    """Milliseconds since the epoch: comparable between processes of one machine."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """``member`` owned ``topic[partition]`` during ``[owned_from_ms, owned_to_ms)``."""
+
+    member: str
+    topic: str
+    partition: int
+    owned_from_ms: int
+    owned_to_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A commit the broker accepted: ``offset`` is the next offset ``member`` would read."""
+
+    member: str
+    topic: str
+    partition: int
+    offset: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class Processed:
+    """``member`` processed the record at ``offset`` of ``topic[partition]``."""
+
+    member: str
+    topic: str
+    partition: int
+    offset: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class Produced:
+    """A record the run produced; every one of them must be processed."""
+
+    topic: str
+    partition: int
+    offset: int
+    at_ms: int = 0
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault of ``kind`` on ``member`` (``None``: the whole cluster) over ``[start, end]``."""
+
+    kind: str
+    member: str | None
+    start_ms: int
+    end_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """``member`` entered ``state`` at ``at_ms``."""
+
+    member: str
+    state: str
+    at_ms: int
+
+
+Event = Ownership | Commit | Processed | Produced | Fault | StateChange
+#: The ``type`` of each event in a JSON-lines timeline, and back.
+EVENT_TYPES: dict[str, type[Any]] = {
+    "ownership": Ownership,
+    "commit": Commit,
+    "processed": Processed,
+    "produced": Produced,
+    "fault": Fault,
+    "state": StateChange,
+}
+EVENT_NAMES = {cls: name for name, cls in EVENT_TYPES.items()}
