@@ -499,6 +499,7 @@ class Consumer:
         if runtime is None:
             return
         now_ms = _monotonic_ms()
+        runtime.app_polled_ms = now_ms
         if now_ms - self._last_poll_report_ms >= self._poll_report_interval_ms or runtime.state in (
             MemberState.UNSUBSCRIBED,
             MemberState.STALE,

@@ -25,8 +25,8 @@ from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.group_requests import Answer, GroupRequests
 from consumer._runtime.security import SecuritySettings
 from consumer.errors import KafkaConnectionError, error_for_code
-from consumer.member import Command as MemberCommand
 from consumer.member import (
+    AppPolled,
     CommitOffsets,
     CommittedOffsetsFetched,
     FetchCommittedOffsets,
@@ -40,6 +40,8 @@ from consumer.member import (
     ShutDown,
     TopicPartition,
 )
+from consumer.member import Command as MemberCommand
+from consumer.member.states import IN_GROUP_STATES
 
 _log = logging.getLogger("consumer.runtime")
 STALE_MEMBER_EPOCH = 113
@@ -117,6 +119,12 @@ class BackgroundRuntime:
         self.state: MemberState = self._member.state
         self.member_id: str = self._member.member_id
         self.member_epoch: int = self._member.member_epoch
+        #: When the application last called ``poll()`` (``clock_ms`` time), written by its
+        #: thread on every call; the loop passes newer values to the member before running
+        #: its timers, so max.poll.interval.ms counts from the real last call, not from the
+        #: last (throttled) report.
+        self.app_polled_ms: int = 0
+        self._app_polled_fed_ms: int = 0
 
     @property
     def running(self) -> bool:
@@ -236,6 +244,7 @@ class BackgroundRuntime:
                     self._feed(event)
                 if self._stop_requested:
                     break
+                self._feed_app_poll()
                 commands, deadline_ms = self._member.poll(self._clock_ms())
                 self._execute(commands)
                 self._publish()
@@ -266,6 +275,12 @@ class BackgroundRuntime:
         commands = self._member.handle(event, self._clock_ms())
         self._execute(commands)
         self._publish()
+
+    def _feed_app_poll(self) -> None:
+        polled_ms = self.app_polled_ms
+        if polled_ms > self._app_polled_fed_ms and self._member.state in IN_GROUP_STATES:
+            self._app_polled_fed_ms = polled_ms
+            self._feed(AppPolled(polled_at_ms=polled_ms))
 
     def _execute(self, commands: list[MemberCommand]) -> None:
         requests = self._requests

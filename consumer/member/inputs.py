@@ -72,9 +72,13 @@ class AppPolled:
     """The application called ``poll()``; resets the max-poll-interval timer.
 
     ``consumed_offsets`` optionally reports the next offsets to consume (what auto-commit commits).
+    ``polled_at_ms`` is when the application called ``poll()``, on the member's clock (``None``:
+    when the input is handled). As in the Java client, the timer restarts at that call, not at
+    the moment the report reaches the member.
     """
 
     consumed_offsets: Mapping[TopicPartition, int] | None = None
+    polled_at_ms: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

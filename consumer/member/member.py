@@ -286,7 +286,9 @@ class Member:
     def _on_app_polled(self, event: AppPolled, now_ms: int, out: list[Command]) -> None:
         if event.consumed_offsets:
             self.commits.record_consumed(event.consumed_offsets)
-        self._last_poll_ms = now_ms
+        polled_ms = now_ms if event.polled_at_ms is None else min(now_ms, event.polled_at_ms)
+        if self._last_poll_ms is None or polled_ms > self._last_poll_ms:
+            self._last_poll_ms = polled_ms
         if self.state is S.UNSUBSCRIBED and self._join_pending:
             self._join(now_ms)
         elif self.state is S.STALE:

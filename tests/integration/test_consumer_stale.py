@@ -18,6 +18,7 @@ from collections.abc import Callable
 import pytest
 from consumer_support import (
     CONVERGENCE_S,
+    OURS,
     SESSION_TIMEOUT_S,
     ConsumerFactory,
     Group,
@@ -93,3 +94,50 @@ def test_member_that_stops_polling_loses_partitions_and_rejoins(
     finally:
         group.stop_all()
     group.timeline.assert_revoke_before_assign(except_lost=True)
+
+
+@pytest.mark.timeout(60)
+def test_poll_interval_counts_from_the_last_poll_call(
+    make_consumer: ConsumerFactory,
+    create_topic: Callable[..., str],
+    unique_name: Callable[[str], str],
+) -> None:
+    """As in Java: the member leaves ``max.poll.interval.ms`` after the last ``poll()`` call.
+
+    The consumer reports polls to its member at most every quarter interval; the member must
+    still count from the last call itself, never from an earlier report, or it leaves early.
+    """
+    topic = create_topic(partitions=1)
+    consumer = make_consumer(
+        {
+            "group.id": unique_name("group"),
+            "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+            "auto.offset.reset": "earliest",
+        },
+        impl=OURS,
+    )
+    consumer.subscribe([topic])
+    wait_until(
+        lambda: consumer.poll(0.05) is None and consumer.state == "STABLE",
+        CONVERGENCE_S,
+        "the member to be STABLE",
+    )
+    # Poll for a while (reports go out at their own pace), then stop right after one call.
+    polled_until = time.monotonic() + 1.3
+    while True:
+        last_call = time.monotonic()
+        consumer.poll(0.01)
+        if last_call >= polled_until:
+            break
+    wait_until(
+        lambda: consumer.state == "STALE",
+        MAX_POLL_INTERVAL_MS / 1000 + CONVERGENCE_S,
+        "the member to leave after max.poll.interval.ms",
+        interval_s=0.005,
+    )
+    left_after_s = time.monotonic() - last_call
+    # The member's clock counts whole milliseconds: the call and its timestamp may differ by 1 ms.
+    assert left_after_s >= MAX_POLL_INTERVAL_MS / 1000 - 0.002, (
+        f"left the group {left_after_s:.3f} s after the last poll() call, "
+        f"before max.poll.interval.ms ({MAX_POLL_INTERVAL_MS} ms)"
+    )

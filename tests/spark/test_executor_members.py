@@ -38,6 +38,10 @@ def _sink_lines(sink: Path) -> list[dict[str, Any]]:
     return lines
 
 
+def _sink_line_count(sink: Path) -> int:
+    return sum(path.read_bytes().count(b"\n") for path in sink.glob("*.jsonl"))
+
+
 def _writers(sink: Path) -> int:
     """How many worker processes have written processed records (one per executor member)."""
     return sum(1 for path in sink.glob("*.jsonl") if path.stat().st_size > 0)
@@ -51,7 +55,9 @@ def _make_process(sink: Path) -> Callable[[list[dict[str, Any]]], None]:
                 handle.write(
                     json.dumps({"p": r["partition"], "o": r["offset"], "n": int(r["value"])}) + "\n"
                 )
-        time.sleep(0.04)
+        # ~2,500 records/s per member: the run lasts long enough for a late second task and
+        # the thread member to join while records remain (a fast drain would leave it nothing).
+        time.sleep(0.1)
 
     return process
 
@@ -82,7 +88,7 @@ def test_two_executor_members_and_a_thread_member_share_the_group(
                 num_members=2,
                 process=_make_process(sink),
                 max_runtime_s=120,
-                idle_timeout_s=4,
+                idle_timeout_s=6,
                 max_batch_records=250,
             )
             outcome["ended_at"] = time.time()
@@ -98,7 +104,7 @@ def test_two_executor_members_and_a_thread_member_share_the_group(
     # late (a slow Python worker) would otherwise join together with it, and the broker could
     # give the thread member partitions the first executor member had already released.
     wait_until(
-        lambda: (len(_sink_lines(sink)) >= 5_000 and _writers(sink) >= 2) or not runner.is_alive(),
+        lambda: (_writers(sink) >= 2 and _sink_line_count(sink) >= 5_000) or not runner.is_alive(),
         120,
         "both executor members consuming",
     )
@@ -110,6 +116,16 @@ def test_two_executor_members_and_a_thread_member_share_the_group(
         assert not runner.is_alive(), "run_group_members did not return"
         if "error" in outcome:
             raise outcome["error"]
+
+        # The reused Python workers run no member thread (probed at once: Spark stops idle
+        # workers after a minute).
+        def worker_threads(_: Any) -> list[tuple[int, str]]:  # nested: pickled by value
+            return [(os.getpid(), thread.name) for thread in threading.enumerate()]
+
+        probe = spark.sparkContext.parallelize(range(4), 4).mapPartitions(worker_threads).collect()
+        member_pids = {int(path.stem) for path in sink.glob("*.jsonl")}
+        assert member_pids & {pid for pid, _ in probe}, "the probe did not reach a reused worker"
+        assert [name for _, name in probe if name == "kafka-group-member"] == []
         # The executor members left: only the thread member remains, and it takes over.
         remaining = [m.member_id for m in group_members(admin, group)]
         assert remaining == [member.member_id], remaining
@@ -170,13 +186,5 @@ def test_two_executor_members_and_a_thread_member_share_the_group(
     events += [(at, kind, "thread-member", p) for at, kind, p in member.events]
     assert ownership_overlaps(events) == []
 
-    # Nobody left in the group, and the reused Python workers run no member thread.
+    # Nobody left in the group.
     wait_until(lambda: not group_members(admin, group), 20, "an empty group")
-
-    def worker_threads(_: Any) -> list[tuple[int, str]]:  # nested: pickled by value
-        return [(os.getpid(), thread.name) for thread in threading.enumerate()]
-
-    probe = spark.sparkContext.parallelize(range(4), 4).mapPartitions(worker_threads).collect()
-    member_pids = {int(path.stem) for path in sink.glob("*.jsonl")}
-    assert member_pids & {pid for pid, _ in probe}, "the probe did not reach a reused worker"
-    assert [name for _, name in probe if name == "kafka-group-member"] == []

@@ -229,6 +229,32 @@ def test_poll_interval_expiry_leaves_loses_and_rejoins_on_the_next_poll() -> Non
     assert rejoin.request.member_epoch == 0
 
 
+def test_poll_interval_counts_from_the_applications_poll_call_not_from_the_report() -> None:
+    r = MemberRig(max_poll_interval_ms=10_000)
+    r.stable({FOO: (0,)})
+    r.advance(4_000)
+    polled_at = r.now
+    r.advance(3_000)
+    r.handle(AppPolled(polled_at_ms=polled_at))  # a report that arrived 3 s after the call
+    r.handle(AppPolled(polled_at_ms=polled_at - 1_000))  # an older call never winds it back
+    r.advance(polled_at + 9_999 - r.now)
+    r.poll()
+    assert r.member.state is S.STABLE
+    r.advance(1)
+    r.poll()
+    assert r.member.state is S.STALE
+
+
+def test_a_poll_time_ahead_of_the_members_clock_counts_as_now() -> None:
+    r = MemberRig(max_poll_interval_ms=10_000)
+    r.stable({FOO: (0,)})
+    reported_at = r.now
+    r.handle(AppPolled(polled_at_ms=reported_at + 60_000))
+    r.advance(10_000)
+    r.poll()
+    assert r.member.state is S.STALE
+
+
 def test_poll_interval_expired_input_and_poll_before_lost_completes() -> None:
     r = MemberRig()
     r.stable({FOO: (0,)})
