@@ -262,10 +262,7 @@ class LocalBroker:
         log4j_path = self.run_dir / "log4j2.properties"
         log4j_path.write_text(_LOG4J2_PROPERTIES)
         classpath = str(lib_dir / "*")
-        log_opts = (
-            f"-Dlog4j2.configurationFile={log4j_path}",
-            f"-Dkafka.logs.dir={self.run_dir / 'logs'}",
-        )
+        log_opts = self._log_options()
         fmt = subprocess.run(
             [
                 java_executable(),
@@ -294,31 +291,65 @@ class LocalBroker:
             raise BrokerStartError(
                 f"kafka.tools.StorageTool format failed:\n{fmt.stdout}{fmt.stderr}"
             )
-        stdout_log = open(self.run_dir / "logs" / "stdout.log", "wb")  # noqa: SIM115
-        try:
-            self.process = subprocess.Popen(
-                [
-                    java_executable(),
-                    *_JVM_FLAGS,
-                    *log_opts,
-                    "-cp",
-                    classpath,
-                    "kafka.Kafka",
-                    str(props_path),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=stdout_log,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_kill_with_parent if self.bind_to_parent else _detach,  # noqa: PLW1509
-            )
-        finally:
-            stdout_log.close()
+        self._launch(lib_dir, log_opts, append_stdout=False)
         try:
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _launch(self, lib_dir: Path, log_opts: Sequence[str], *, append_stdout: bool) -> None:
+        """Start the broker JVM on this run folder's ``server.properties``."""
+        assert self.run_dir is not None
+        with open(self.run_dir / "logs" / "stdout.log", "ab" if append_stdout else "wb") as out:
+            self.process = subprocess.Popen(
+                [
+                    java_executable(),
+                    *_JVM_FLAGS,
+                    *log_opts,
+                    "-cp",
+                    str(lib_dir / "*"),
+                    "kafka.Kafka",
+                    str(self.run_dir / "server.properties"),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_kill_with_parent if self.bind_to_parent else _detach,  # noqa: PLW1509
+            )
+
+    def restart(self, *, hard: bool = False) -> None:
+        """Stop the JVM (SIGKILL when ``hard``, else SIGTERM) and start it again on the same
+        data, ports and settings; returns once the broker is ready again.
+
+        Unlike :meth:`start`, storage is not formatted again (the data, the cluster id and the
+        committed offsets survive), which is what crash and restart tests need.
+        """
+        if self.process is None or self.run_dir is None:
+            raise BrokerStartError("restart() needs a broker that was started")
+        if hard:
+            self.kill()
+        elif self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        lib_dir = resolve_kafka_jars(self.kafka_version, allow_legacy=self.allow_legacy_version)
+        self._launch(lib_dir, self._log_options(), append_stdout=True)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _log_options(self) -> tuple[str, ...]:
+        assert self.run_dir is not None
+        return (
+            f"-Dlog4j2.configurationFile={self.run_dir / 'log4j2.properties'}",
+            f"-Dkafka.logs.dir={self.run_dir / 'logs'}",
+        )
 
     def _wait_ready(self) -> None:
         assert self.process is not None

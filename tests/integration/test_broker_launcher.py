@@ -98,3 +98,29 @@ def test_a_failed_start_reports_the_broker_log(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="num.io.threads"):
         broker.start()
     assert broker.process is None
+
+
+def test_restart_keeps_the_data_and_the_address() -> None:
+    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.cimpl import NewTopic
+
+    with LocalBroker() as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_topics([NewTopic("survives-restart", 2, 1)])["survives-restart"].result(30)
+        first_pid = broker.process.pid if broker.process else None
+        address = broker.bootstrap_servers
+        broker.restart(hard=True)
+        assert broker.process is not None
+        assert broker.process.pid != first_pid
+        assert broker.bootstrap_servers == address
+        assert 68 in probe_api_keys("127.0.0.1", broker.port)
+        topics = AdminClient({"bootstrap.servers": address}).list_topics(timeout=30).topics
+        assert "survives-restart" in topics
+        assert len(topics["survives-restart"].partitions) == 2
+
+
+def test_restart_needs_a_started_broker() -> None:
+    from consumer.testing.broker import BrokerStartError
+
+    with pytest.raises(BrokerStartError, match="needs a broker that was started"):
+        LocalBroker().restart()

@@ -25,7 +25,6 @@ from typing import Any
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from consumer.testing import broker as broker_module
 from consumer.testing.broker import LocalBroker
 from consumer.testing.proxy import ProxiedBroker
 from consumer.testing.timeline import (
@@ -560,44 +559,10 @@ def create_topic(admin: AdminClient, topic: str, partitions: int) -> None:
 
 def relaunch_broker(broker: LocalBroker, *, hard: bool) -> tuple[int, int]:
     """Stop the broker (SIGKILL when ``hard``, else SIGTERM) and start it again on the same
-    data, ports and ``server.properties``; return the wall-clock (down, up) milliseconds.
-
-    ``LocalBroker.start()`` cannot do this: it always formats storage with a new cluster id,
-    which fails on a used data folder ("Invalid cluster.id in .../meta.properties"), and it
-    picks a new controller port. So the JVM is relaunched here with the command ``start()``
-    uses, minus the formatting.
-    """
-    assert broker.process is not None
-    assert broker.run_dir is not None
+    data, ports and settings (:meth:`LocalBroker.restart`); return the wall-clock (down, up)
+    milliseconds."""
     down = wall_clock_ms()
-    if hard:
-        broker.kill()
-    else:
-        broker.process.terminate()
-        broker.process.wait(timeout=broker.stop_timeout_s)
-    run_dir = broker.run_dir
-    lib_dir = broker_module.resolve_kafka_jars(broker.kafka_version)
-    log_opts = (
-        f"-Dlog4j2.configurationFile={run_dir / 'log4j2.properties'}",
-        f"-Dkafka.logs.dir={run_dir / 'logs'}",
-    )
-    with open(run_dir / "logs" / "stdout.log", "ab") as stdout_log:
-        broker.process = subprocess.Popen(
-            [
-                broker_module._java(),
-                *broker_module._JVM_FLAGS,
-                *log_opts,
-                "-cp",
-                str(lib_dir / "*"),
-                "kafka.Kafka",
-                str(run_dir / "server.properties"),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=stdout_log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=broker_module._kill_with_parent,  # noqa: PLW1509
-        )
-    broker._wait_ready()
+    broker.restart(hard=hard)
     return down, wall_clock_ms()
 
 
