@@ -42,10 +42,11 @@ def main(bootstrap_servers: str, topic: str, group_id: str) -> None:
     consumer.subscribe([topic], on_revoke=on_revoke)
     try:
         idle = 0
-        while idle < 20:
+        while idle < 20:  # stop after ~2 s without records once partitions are assigned
             batch = consumer.consume(num_messages=500, timeout=0.1)
             if not batch:
-                idle += 1
+                if consumer.assignment():
+                    idle += 1
                 continue
             idle = 0
             for message in batch:

@@ -23,10 +23,11 @@ def main(bootstrap_servers: str, topic: str, group_id: str) -> None:
     consumer.subscribe([topic])
     try:
         idle_polls = 0
-        while idle_polls < 20:  # stop after ~2 s without records
+        while idle_polls < 20:  # stop after ~2 s without records once partitions are assigned
             message = consumer.poll(0.1)
             if message is None:
-                idle_polls += 1
+                if consumer.assignment():  # joining the group takes a moment at the start
+                    idle_polls += 1
                 continue
             idle_polls = 0
             if message.error() is not None:

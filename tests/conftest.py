@@ -1,7 +1,9 @@
 """Session-wide test policy and the real broker every tier shares.
 
 Under CI (``CI`` set) a skipped test fails the run: every tier, the real-broker ones included,
-must actually execute there.
+must actually execute there. Property tests (Hypothesis) replay a fixed, seeded set of examples
+under CI, so the release gate never depends on which random cases a run happens to draw; outside
+CI every run explores new random examples.
 
 One Kafka broker is started per test run (by :class:`consumer.testing.broker.LocalBroker`) the
 first time a test asks for it, unless ``KAFKA_BOOTSTRAP_SERVERS`` points at an existing cluster.
@@ -17,8 +19,13 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
+from hypothesis import settings as hypothesis_settings
 
 from consumer.testing.broker import LocalBroker
+
+hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    hypothesis_settings.load_profile("ci")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
