@@ -160,7 +160,7 @@ class AppThreadServer:
 
     def _execute(self, event: ToAppEvent) -> None:  # noqa: C901 - one arm per event type
         if self._pending_apply is not None and not isinstance(event, InvokeOnAssign):
-            self._finish_apply({})
+            self._start_fetching(self._finish_apply({}))
         match event:
             case StopFetching(request_id=request_id, partitions=partitions):
                 self._stop_fetching(request_id, partitions)
@@ -179,8 +179,9 @@ class AppThreadServer:
                     error = self._run_callback(self.callbacks.on_assign, partitions)
                 finally:
                     self.assign_overrides = None
-                self._finish_apply(overrides)
+                starts = self._finish_apply(overrides)
                 self.to_background.put(CallbackCompleted(request_id, error))
+                self._start_fetching(starts)
             case InvokeOnLost(request_id=request_id, partitions=partitions):
                 # As confluent-kafka: without on_lost, lost partitions go to on_revoke.
                 callback = self.callbacks.on_lost or self.callbacks.on_revoke
@@ -230,10 +231,16 @@ class AppThreadServer:
         self.owned = set(command.assigned)
         self._pending_apply = command
 
-    def _finish_apply(self, overrides: dict[tuple[str, int], int]) -> None:
+    def _finish_apply(self, overrides: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """Complete the pending assignment change; return where each new partition starts.
+
+        The member is told at once: ownership does not wait for the data plane, whose start
+        (:meth:`_start_fetching`) may first fetch a new topic's metadata (~60 ms cold). Java
+        acknowledges the same way, before positions are resolved.
+        """
         command, self._pending_apply = self._pending_apply, None
         if command is None:
-            return
+            return {}
         starts: dict[tuple[str, int], int] = {}
         for tp in command.added:
             key = (tp.topic, tp.partition)
@@ -241,9 +248,13 @@ class AppThreadServer:
             starts[key] = overrides.get(
                 key, committed if committed is not None else self._reset_start()
             )
-        self.dataplane.assign(starts)
         self.owned = set(command.assigned)
         self.to_background.put(AssignmentApplied(command.request_id))
+        return starts
+
+    def _start_fetching(self, starts: dict[tuple[str, int], int]) -> None:
+        if starts:
+            self.dataplane.assign(starts)
 
     def _reset_start(self) -> int:
         if self.auto_offset_reset == "earliest":
