@@ -15,7 +15,8 @@ Commands (imperative, :mod:`consumer.member.commands`):
     FetchCommittedOffsets, StopFetching, ApplyAssignment, InvokeOnRevoke, InvokeOnAssign,
     InvokeOnLost, ReportError, ReportCommitResult, ShutDown.
 
-States and the transition table live in :mod:`consumer.member.states`; the heartbeat error table in
+States are described in :mod:`consumer.member.states`; every transition is a row of the rules
+table in :mod:`consumer.member.rules`; the heartbeat error table is in
 :mod:`consumer.member.errors_table`.
 """
 
@@ -81,7 +82,8 @@ from consumer.member.inputs import (
 )
 from consumer.member.member import Member
 from consumer.member.partitions import TopicIdPartition, TopicPartition, TopicPartitions
-from consumer.member.states import TRANSITIONS, MemberState, Transition, Trigger
+from consumer.member.rules import RULES, Effect, Guard, Outcome
+from consumer.member.states import STATES, MemberState
 
 __all__ = [
     "AppPolled",
@@ -101,12 +103,14 @@ __all__ = [
     "ConsumedOffsetsReported",
     "CoordinatorChanged",
     "CoordinatorLost",
+    "Effect",
     "ErrorCode",
     "FatalMemberError",
     "FetchCommittedOffsets",
     "FetchMetadata",
     "FetchingStopped",
     "FindCoordinator",
+    "Guard",
     "HEARTBEAT_ERROR_ACTIONS",
     "HeartbeatErrorAction",
     "HeartbeatFailed",
@@ -127,21 +131,21 @@ __all__ = [
     "MemberState",
     "MemberStateError",
     "MetadataResolved",
+    "Outcome",
     "PollIntervalExpired",
+    "RULES",
     "ReportCommitResult",
     "ReportError",
     "RevocationCompleted",
+    "STATES",
     "STATIC_LEAVE_EPOCH",
     "SendHeartbeat",
     "ShutDown",
     "StopFetching",
     "Subscribed",
-    "TRANSITIONS",
     "TopicIdPartition",
     "TopicPartition",
     "TopicPartitions",
-    "Transition",
-    "Trigger",
     "Unsubscribed",
     "generate_member_id",
     "heartbeat_error_action",

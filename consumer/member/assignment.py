@@ -1,30 +1,32 @@
 """AssignmentManager: the target, the owned assignment, and the revoke-then-assign rounds.
 
-A *round* moves the owned assignment towards a target. Its steps, each waiting for an input:
+A *round* moves the owned assignment towards a target through the phases declared in
+:data:`consumer.member.rules.ROUND_STEPS` (a phase with nothing to do is skipped):
 
-1. ``StopFetching(revoked)``, wait for ``FetchingStopped`` (it carries the offsets consumed up to
-   that moment);
-2. ``CommitOffsets(reason=pre-revoke)`` of the revoked partitions' consumed offsets (auto-commit
-   only; wait for the commit, bounded by the rebalance timeout);
-3. ``InvokeOnRevoke(revoked)``, wait for ``RevocationCompleted`` (bounded by the rebalance timeout:
-   past it the partitions are treated as lost and the member fences itself);
-4. ``FetchCommittedOffsets(added)``, wait for ``CommittedOffsetsFetched``;
-5. ``ApplyAssignment`` + ``InvokeOnAssign(added)`` (always, even when nothing is new), wait for both
-   ``AssignmentApplied`` and ``CallbackCompleted``;
-6. the owned assignment becomes the round's target: the member acknowledges.
+1. STOPPING: ``StopFetching(revoked)``, wait for ``FetchingStopped`` (it carries the offsets
+   consumed up to that moment);
+2. COMMITTING: ``CommitOffsets(reason=pre-revoke)`` of the revoked partitions' consumed offsets
+   (auto-commit only; wait for the commit, bounded by the rebalance timeout);
+3. REVOKING: ``InvokeOnRevoke(revoked)``, wait for ``RevocationCompleted`` (bounded by the
+   rebalance timeout: past it the partitions are treated as lost and the member fences itself);
+4. FETCHING_OFFSETS: ``FetchCommittedOffsets(added)``, wait for ``CommittedOffsetsFetched``;
+5. ASSIGNING: ``ApplyAssignment`` + ``InvokeOnAssign(added)`` (always, even when nothing is new),
+   wait for both ``AssignmentApplied`` and ``CallbackCompleted``;
+6. the owned assignment becomes the round's target: the round reports ROUND_FINISHED.
 
-Releasing everything (leaving, fencing, staleness, fatal errors) is a round of the same shape
-without steps 4-5: leaving commits and revokes; the others skip the commit and call
-``InvokeOnLost``.
+Releasing everything (leaving: REVOKE_ALL, phases 1-3; fencing, staleness, fatal errors: LOSE_ALL,
+the LOSING phase with ``InvokeOnLost`` and no commit) reports RELEASED.
 
 A new target arriving mid-round replaces the target and bumps the local epoch; the running round
 still finishes on its own plan (so its ack names exactly what is owned), and the next round starts
 from there. Fencing aborts a round: late answers to it are ignored.
+
+Every method returns the commands it decided and, where something finished, an
+:class:`~consumer.member.rules.Outcome` for the rules table.
 """
 
 from __future__ import annotations
 
-import enum
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -48,6 +50,7 @@ from consumer.member.inputs import (
     FetchingStopped,
     RevocationCompleted,
 )
+from consumer.member.machine import StepCursor
 from consumer.member.partitions import (
     AssignmentMap,
     TopicIdPartition,
@@ -55,46 +58,19 @@ from consumer.member.partitions import (
     flatten_assignment,
 )
 from consumer.member.reconcile import name_partitions, plan_round, resolve_target, topic_ids_of
+from consumer.member.rules import (
+    PHASES,
+    ROUND_OUTCOMES,
+    ROUND_STEPS,
+    Outcome,
+    RoundKind,
+    RoundPhase,
+    Skip,
+)
 
-
-class RoundKind(enum.Enum):
-    """What a round does."""
-
-    RECONCILE = "reconcile"
-    REVOKE_ALL = "revoke-all"
-    LOSE_ALL = "lose-all"
-
-
-class RoundPhase(enum.Enum):
-    """The input a running round waits for."""
-
-    STOPPING = "stopping"
-    COMMITTING = "committing"
-    REVOKING = "revoking"
-    LOSING = "losing"
-    FETCHING_OFFSETS = "fetching-offsets"
-    ASSIGNING = "assigning"
-
-
-#: Phases that wait on the application and are bounded by the rebalance timeout.
-_BOUNDED_PHASES = frozenset({RoundPhase.STOPPING, RoundPhase.REVOKING})
-
-
-class ReconcileStart(enum.Enum):
-    """Outcome of :meth:`AssignmentManager.start_reconcile`."""
-
-    IDLE = "nothing to do yet (a round runs, or names are missing)"
-    SETTLED = "target equals the owned assignment"
-    ACKNOWLEDGE = "owned partitions unchanged but the target is newer: acknowledge"
-    STARTED = "a round started"
-
-
-@dataclass(frozen=True, slots=True)
-class RoundResult:
-    """A finished round. ``timed_out`` means the revocation was not completed in time."""
-
-    kind: RoundKind
-    timed_out: bool = False
+#: What a manager step decided: commands to run, and an outcome for the rules (or None).
+Step = tuple[list[Command], Outcome | None]
+_NOTHING: Step = ([], None)
 
 
 @dataclass(slots=True)
@@ -106,13 +82,18 @@ class _Round:
     added: tuple[TopicPartition, ...]
     assigned: tuple[TopicPartition, ...]
     deadline_ms: int
-    phase: RoundPhase = RoundPhase.COMMITTING
-    commit_reason: CommitReason = CommitReason.PRE_REVOKE
+    commit_reason: CommitReason
+    steps: StepCursor[RoundPhase]
     waiting_id: int | None = None
     callback_id: int | None = None
     committed_offsets: dict[TopicPartition, int | None] = field(default_factory=dict)
     applied: bool = False
     callback_done: bool = False
+
+    @property
+    def phase(self) -> RoundPhase | None:
+        """The phase the round is in (None before the first and after the last)."""
+        return self.steps.current
 
 
 class AssignmentManager:
@@ -146,7 +127,7 @@ class AssignmentManager:
         return True
 
     def reset(self) -> None:
-        """Forget target, owned assignment and names (join, leave, fatal)."""
+        """Forget target, owned assignment and names (join, leave)."""
         self.target = frozenset()
         self.current = frozenset()
         self.target_local_epoch = 0
@@ -173,19 +154,23 @@ class AssignmentManager:
 
     # --- starting rounds --------------------------------------------------------------------
 
-    def start_reconcile(self, now_ms: int, out: list[Command]) -> ReconcileStart:
-        """Start a reconciliation round if one is needed and none is running."""
+    def start_reconcile(self, now_ms: int) -> Step:
+        """Start a reconciliation round if one is needed and none is running.
+
+        Outcomes: TARGET_REACHED (nothing to do), TARGET_EPOCH_ADVANCED (owned partitions
+        unchanged, newer target: acknowledge), or None (a round runs, started, or waits for names).
+        """
         if self.round is not None:
-            return ReconcileStart.IDLE
+            return _NOTHING
         split = resolve_target(self.target, self.topic_names)
-        self._maybe_fetch_metadata(split.unresolved_topic_ids, now_ms, out)
+        commands = self._maybe_fetch_metadata(split.unresolved_topic_ids, now_ms)
         if split.resolved == self.current:
             if self.target_local_epoch == self.current_local_epoch:
-                return ReconcileStart.IDLE if split.unresolved_topic_ids else ReconcileStart.SETTLED
+                return commands, None if split.unresolved_topic_ids else Outcome.TARGET_REACHED
             if split.unresolved_topic_ids and self._metadata_outstanding:
-                return ReconcileStart.IDLE  # give metadata one answer before a partial ack
+                return commands, None  # give metadata one answer before a partial ack
             self.current_local_epoch = self.target_local_epoch
-            return ReconcileStart.ACKNOWLEDGE
+            return commands, Outcome.TARGET_EPOCH_ADVANCED
         plan = plan_round(self.current, split.resolved)
         self.round = _Round(
             kind=RoundKind.RECONCILE,
@@ -195,28 +180,27 @@ class AssignmentManager:
             added=name_partitions(plan.added, self.topic_names),
             assigned=name_partitions(split.resolved, self.topic_names),
             deadline_ms=now_ms + self._config.rebalance_timeout_ms,
+            commit_reason=CommitReason.PRE_REVOKE,
+            steps=StepCursor(ROUND_STEPS[RoundKind.RECONCILE]),
         )
-        self._begin_revocation(self.round, CommitReason.PRE_REVOKE, now_ms, out)
-        return ReconcileStart.STARTED
+        step_commands, outcome = self._next_phase(self.round, now_ms)
+        return commands + step_commands, outcome
 
-    def _maybe_fetch_metadata(
-        self, unresolved: frozenset[uuid.UUID], now_ms: int, out: list[Command]
-    ) -> None:
+    def _maybe_fetch_metadata(self, unresolved: frozenset[uuid.UUID], now_ms: int) -> list[Command]:
         if not unresolved:
             self._metadata_retry_at_ms = None
             self._metadata_requested = frozenset()
-            return
+            return []
         retry_due = self._metadata_retry_at_ms is not None and now_ms >= self._metadata_retry_at_ms
         if unresolved != self._metadata_requested or retry_due:
-            out.append(FetchMetadata(tuple(sorted(unresolved, key=str))))
             self._metadata_requested = unresolved
             self._metadata_outstanding = True
             self._metadata_retry_at_ms = now_ms + self._config.retry_backoff_max_ms
+            return [FetchMetadata(tuple(sorted(unresolved, key=str)))]
+        return []
 
-    def start_release(
-        self, kind: RoundKind, now_ms: int, out: list[Command], commit_reason: CommitReason
-    ) -> RoundResult | None:
-        """Release every owned partition (REVOKE_ALL or LOSE_ALL); aborts a running round."""
+    def start_release(self, kind: RoundKind, now_ms: int, commit_reason: CommitReason) -> Step:
+        """Release every owned partition (REVOKE_ALL or LOSE_ALL); replaces a running round."""
         self.round = _Round(
             kind=kind,
             local_epoch=self.current_local_epoch,
@@ -225,77 +209,66 @@ class AssignmentManager:
             added=(),
             assigned=(),
             deadline_ms=now_ms + self._config.rebalance_timeout_ms,
+            commit_reason=commit_reason,
+            steps=StepCursor(ROUND_STEPS[kind]),
         )
-        if not self.round.revoked:
-            return self._finish(self.round, out)
-        if kind is RoundKind.LOSE_ALL:
-            # Lost partitions are not committed, so nothing waits for FetchingStopped.
-            out.append(StopFetching(self._next_id(), self.round.revoked))
-            self.round.phase = RoundPhase.LOSING
-            self.round.callback_id = self._next_id()
-            out.append(InvokeOnLost(self.round.callback_id, self.round.revoked))
-            return None
-        return self._begin_revocation(self.round, commit_reason, now_ms, out)
+        return self._next_phase(self.round, now_ms)
 
-    # --- steps ------------------------------------------------------------------------------
+    # --- phases -----------------------------------------------------------------------------
 
-    def _begin_revocation(
-        self, rnd: _Round, reason: CommitReason, now_ms: int, out: list[Command]
-    ) -> RoundResult | None:
-        if not rnd.revoked:
-            return self._begin_fetch(rnd, out)
-        rnd.phase = RoundPhase.STOPPING
-        rnd.commit_reason = reason
-        rnd.waiting_id = self._next_id()
-        out.append(StopFetching(rnd.waiting_id, rnd.revoked))
-        return None
+    def _skips(self, rnd: _Round, phase: RoundPhase) -> bool:
+        reason = PHASES[phase].skipped_when
+        if reason is Skip.NOTHING_REVOKED:
+            return not rnd.revoked
+        if reason is Skip.NOTHING_TO_COMMIT:
+            return not self._config.auto_commit or not self._commits.uncommitted(rnd.revoked)
+        if reason is Skip.NOTHING_ADDED:
+            return not rnd.added
+        return False
 
-    def _commit_revoked(self, rnd: _Round, now_ms: int, out: list[Command]) -> RoundResult | None:
-        if self._config.auto_commit:
-            offsets = self._commits.uncommitted(rnd.revoked)
-            job_id = self._commits.start_commit(
-                rnd.commit_reason, offsets, now_ms, out, deadline_ms=rnd.deadline_ms
-            )
-            if job_id is not None:
-                rnd.phase = RoundPhase.COMMITTING
-                rnd.waiting_id = job_id
-                return None
-        return self._invoke_revoke(rnd, out)
-
-    def _invoke_revoke(self, rnd: _Round, out: list[Command]) -> RoundResult | None:
-        rnd.phase = RoundPhase.REVOKING
-        rnd.callback_id = self._next_id()
+    def _next_phase(self, rnd: _Round, now_ms: int) -> Step:
+        """Enter the next phase that has something to do, or finish the round."""
+        phase = rnd.steps.advance(lambda candidate: self._skips(rnd, candidate))
+        if phase is None:
+            return self._finish(rnd)
         rnd.waiting_id = None
-        out.append(InvokeOnRevoke(rnd.callback_id, rnd.revoked))
-        return None
-
-    def _begin_fetch(self, rnd: _Round, out: list[Command]) -> RoundResult | None:
-        if rnd.kind is not RoundKind.RECONCILE:
-            return self._finish(rnd, out)
-        if not rnd.added:
-            return self._begin_assign(rnd, out)
-        rnd.phase = RoundPhase.FETCHING_OFFSETS
-        rnd.waiting_id = self._commits.start_fetch(rnd.added, out)
-        return None
-
-    def _begin_assign(self, rnd: _Round, out: list[Command]) -> RoundResult | None:
-        rnd.phase = RoundPhase.ASSIGNING
-        rnd.waiting_id = self._next_id()
-        rnd.callback_id = self._next_id()
-        out.append(
-            ApplyAssignment(
-                request_id=rnd.waiting_id,
-                assigned=rnd.assigned,
-                added=rnd.added,
-                removed=rnd.revoked,
-                committed_offsets=dict(rnd.committed_offsets),
+        commands: list[Command]
+        if phase is RoundPhase.STOPPING:
+            rnd.waiting_id = self._next_id()
+            commands = [StopFetching(rnd.waiting_id, rnd.revoked)]
+        elif phase is RoundPhase.COMMITTING:
+            offsets = self._commits.uncommitted(rnd.revoked)
+            rnd.waiting_id, commands = self._commits.start_commit(
+                rnd.commit_reason, offsets, now_ms, deadline_ms=rnd.deadline_ms
             )
-        )
-        out.append(InvokeOnAssign(rnd.callback_id, rnd.added))
-        return None
+        elif phase is RoundPhase.REVOKING:
+            rnd.callback_id = self._next_id()
+            commands = [InvokeOnRevoke(rnd.callback_id, rnd.revoked)]
+        elif phase is RoundPhase.LOSING:
+            # Lost partitions are not committed, so nothing waits for FetchingStopped.
+            commands = [StopFetching(self._next_id(), rnd.revoked)]
+            rnd.callback_id = self._next_id()
+            commands.append(InvokeOnLost(rnd.callback_id, rnd.revoked))
+        elif phase is RoundPhase.FETCHING_OFFSETS:
+            rnd.waiting_id, commands = self._commits.start_fetch(rnd.added)
+        else:
+            rnd.waiting_id = self._next_id()
+            rnd.callback_id = self._next_id()
+            commands = [
+                ApplyAssignment(
+                    request_id=rnd.waiting_id,
+                    assigned=rnd.assigned,
+                    added=rnd.added,
+                    removed=rnd.revoked,
+                    committed_offsets=dict(rnd.committed_offsets),
+                ),
+                InvokeOnAssign(rnd.callback_id, rnd.added),
+            ]
+        return commands, None
 
-    def _finish(self, rnd: _Round, out: list[Command], *, timed_out: bool = False) -> RoundResult:
+    def _finish(self, rnd: _Round) -> Step:
         self.round = None
+        commands: list[Command] = []
         if rnd.kind is RoundKind.RECONCILE:
             self.current = rnd.resolved
             self.current_local_epoch = rnd.local_epoch
@@ -303,107 +276,104 @@ class AssignmentManager:
             self.topic_names = {tid: n for tid, n in self.topic_names.items() if tid in keep}
         else:
             if rnd.revoked:
-                out.append(ApplyAssignment(self._next_id(), (), (), rnd.revoked))
+                commands.append(ApplyAssignment(self._next_id(), (), (), rnd.revoked))
             self.current = frozenset()
-        self._commits.forget(self.owned_named, out)
-        return RoundResult(rnd.kind, timed_out)
+        commands += self._commits.forget(self.owned_named)
+        return commands, ROUND_OUTCOMES[rnd.kind]
+
+    def _waiting(self, phase: RoundPhase) -> _Round | None:
+        """The running round if it is in ``phase``."""
+        rnd = self.round
+        return rnd if rnd is not None and rnd.phase is phase else None
 
     # --- answers ----------------------------------------------------------------------------
 
-    def on_fetching_stopped(
-        self, stopped: FetchingStopped, now_ms: int, out: list[Command]
-    ) -> RoundResult | None:
+    def on_fetching_stopped(self, stopped: FetchingStopped, now_ms: int) -> Step:
         """Fetching of the revoked partitions stopped (its offsets are already recorded)."""
-        rnd = self.round
-        if rnd is None or rnd.phase is not RoundPhase.STOPPING:
-            return None
-        if rnd.waiting_id != stopped.request_id:
-            return None
-        return self._commit_revoked(rnd, now_ms, out)
+        rnd = self._waiting(RoundPhase.STOPPING)
+        if rnd is None or rnd.waiting_id != stopped.request_id:
+            return _NOTHING
+        return self._next_phase(rnd, now_ms)
 
-    def on_commit_finished(self, job_id: int, out: list[Command]) -> RoundResult | None:
+    def on_commit_finished(self, job_id: int, now_ms: int) -> Step:
         """A commit job ended (success, failure or deadline): continue with the revocation."""
-        rnd = self.round
-        if rnd is None or rnd.phase is not RoundPhase.COMMITTING or rnd.waiting_id != job_id:
-            return None
-        return self._invoke_revoke(rnd, out)
+        rnd = self._waiting(RoundPhase.COMMITTING)
+        if rnd is None or rnd.waiting_id != job_id:
+            return _NOTHING
+        return self._next_phase(rnd, now_ms)
 
-    def on_revocation_completed(
-        self, completed: RevocationCompleted, out: list[Command]
-    ) -> RoundResult | None:
+    def on_revocation_completed(self, completed: RevocationCompleted, now_ms: int) -> Step:
         """The application finished revoking (maybe with an error, which is reported)."""
-        rnd = self.round
-        if rnd is None or rnd.phase is not RoundPhase.REVOKING:
-            return None
-        if rnd.callback_id != completed.request_id:
-            return None
-        _report_callback_error("on_revoke", completed.error, out)
+        rnd = self._waiting(RoundPhase.REVOKING)
+        if rnd is None or rnd.callback_id != completed.request_id:
+            return _NOTHING
+        commands = _callback_error("on_revoke", completed.error)
         revoked = set(rnd.revoked)
-        self._commits.forget((tp for tp in self.owned_named if tp not in revoked), out)
-        return self._begin_fetch(rnd, out)
+        commands += self._commits.forget(tp for tp in self.owned_named if tp not in revoked)
+        more, outcome = self._next_phase(rnd, now_ms)
+        return commands + more, outcome
 
     def on_offsets_fetched(
-        self, job_id: int, offsets: Mapping[TopicPartition, int | None], out: list[Command]
-    ) -> RoundResult | None:
+        self, job_id: int, offsets: Mapping[TopicPartition, int | None], now_ms: int
+    ) -> Step:
         """Committed offsets for the added partitions arrived: hand them to the data plane."""
-        rnd = self.round
-        if rnd is None or rnd.phase is not RoundPhase.FETCHING_OFFSETS or rnd.waiting_id != job_id:
-            return None
+        rnd = self._waiting(RoundPhase.FETCHING_OFFSETS)
+        if rnd is None or rnd.waiting_id != job_id:
+            return _NOTHING
         rnd.committed_offsets = dict(offsets)
-        return self._begin_assign(rnd, out)
+        return self._next_phase(rnd, now_ms)
 
-    def on_assignment_applied(
-        self, applied: AssignmentApplied, out: list[Command]
-    ) -> RoundResult | None:
+    def on_assignment_applied(self, applied: AssignmentApplied, now_ms: int) -> Step:
         """The data plane applied the round's assignment."""
-        rnd = self.round
-        if rnd is None or rnd.phase is not RoundPhase.ASSIGNING:
-            return None
-        if rnd.waiting_id != applied.request_id:
-            return None
+        rnd = self._waiting(RoundPhase.ASSIGNING)
+        if rnd is None or rnd.waiting_id != applied.request_id:
+            return _NOTHING
         rnd.applied = True
-        return self._finish(rnd, out) if rnd.callback_done else None
+        return self._next_phase(rnd, now_ms) if rnd.callback_done else _NOTHING
 
-    def on_callback_completed(
-        self, completed: CallbackCompleted, out: list[Command]
-    ) -> RoundResult | None:
+    def on_callback_completed(self, completed: CallbackCompleted, now_ms: int) -> Step:
         """``on_assign`` or ``on_lost`` finished (errors are reported, the round continues)."""
         rnd = self.round
         if rnd is None or rnd.callback_id != completed.request_id:
-            return None
+            return _NOTHING
         if rnd.phase is RoundPhase.LOSING:
-            _report_callback_error("on_lost", completed.error, out)
-            return self._finish(rnd, out)
-        if rnd.phase is not RoundPhase.ASSIGNING:
-            return None
-        _report_callback_error("on_assign", completed.error, out)
-        rnd.callback_done = True
-        return self._finish(rnd, out) if rnd.applied else None
+            commands = _callback_error("on_lost", completed.error)
+        elif rnd.phase is RoundPhase.ASSIGNING:
+            commands = _callback_error("on_assign", completed.error)
+            rnd.callback_done = True
+            if not rnd.applied:
+                return commands, None
+        else:
+            return _NOTHING
+        more, outcome = self._next_phase(rnd, now_ms)
+        return commands + more, outcome
 
-    def check_deadline(self, now_ms: int, out: list[Command]) -> RoundResult | None:
+    def poll(self, now_ms: int) -> Step:
         """Past the rebalance timeout, a revocation still not completed is given up on."""
         rnd = self.round
-        if rnd is None or rnd.phase not in _BOUNDED_PHASES or now_ms < rnd.deadline_ms:
-            return None
+        if rnd is None or rnd.phase is None or not PHASES[rnd.phase].bounded:
+            return _NOTHING
+        if now_ms < rnd.deadline_ms:
+            return _NOTHING
         parts = ", ".join(str(tp) for tp in rnd.revoked)
-        out.append(
-            ReportError(
-                error_code=None,
-                error_name="REVOCATION_TIMEOUT",
-                message=f"revocation of {parts} not completed within the rebalance timeout",
-                fatal=False,
-            )
+        report = ReportError(
+            error_code=None,
+            error_name="REVOCATION_TIMEOUT",
+            message=f"revocation of {parts} not completed within the rebalance timeout",
+            fatal=False,
         )
         if rnd.kind is RoundKind.RECONCILE:
             self.round = None
-            return RoundResult(rnd.kind, timed_out=True)
-        return self._finish(rnd, out, timed_out=True)
+            return [report], Outcome.ROUND_TIMED_OUT
+        commands, outcome = self._finish(rnd)
+        return [report, *commands], outcome
 
     def next_deadline_ms(self) -> int | None:
-        """When :meth:`check_deadline` or a metadata retry has something to do."""
+        """When :meth:`poll` or a metadata retry has something to do."""
         times = []
-        if self.round is not None and self.round.phase in _BOUNDED_PHASES:
-            times.append(self.round.deadline_ms)
+        rnd = self.round
+        if rnd is not None and rnd.phase is not None and PHASES[rnd.phase].bounded:
+            times.append(rnd.deadline_ms)
         if self._metadata_retry_at_ms is not None:
             times.append(self._metadata_retry_at_ms)
         return min(times) if times else None
@@ -425,13 +395,14 @@ class AssignmentManager:
             self.current_local_epoch = rnd.local_epoch
 
 
-def _report_callback_error(callback: str, error: str | None, out: list[Command]) -> None:
-    if error is not None:
-        out.append(
-            ReportError(
-                error_code=None,
-                error_name="CALLBACK_FAILED",
-                message=f"{callback} failed: {error}",
-                fatal=False,
-            )
+def _callback_error(callback: str, error: str | None) -> list[Command]:
+    if error is None:
+        return []
+    return [
+        ReportError(
+            error_code=None,
+            error_name="CALLBACK_FAILED",
+            message=f"{callback} failed: {error}",
+            fatal=False,
         )
+    ]

@@ -100,30 +100,31 @@ class CommitRequestManager:
         """Remember the next offsets to consume, as reported by the application."""
         self.consumed.update(offsets)
 
-    def forget(self, keep: Iterable[TopicPartition], out: list[Command]) -> None:
+    def forget(self, keep: Iterable[TopicPartition]) -> list[Command]:
         """Drop consumed/committed offsets of partitions no longer owned, and stop retrying
         commits of those partitions (their user commits fail with REBALANCE_IN_PROGRESS)."""
         kept = set(keep)
         self.consumed = {tp: off for tp, off in self.consumed.items() if tp in kept}
         self.committed = {tp: off for tp, off in self.committed.items() if tp in kept}
+        commands: list[Command] = []
         for job in list(self._commits.values()):
             gone = {tp for tp in job.offsets if tp not in kept}
-            self._cut(job, gone, ErrorCode.REBALANCE_IN_PROGRESS, out)
+            commands += self._cut(job, gone, ErrorCode.REBALANCE_IN_PROGRESS)
+        return commands
 
-    def _cut(
-        self, job: _CommitJob, gone: set[TopicPartition], code: int, out: list[Command]
-    ) -> None:
+    def _cut(self, job: _CommitJob, gone: set[TopicPartition], code: int) -> list[Command]:
         """``gone`` partitions of ``job`` are no longer owned: never send them again; if the job
         is waiting to be (re)sent, they fail with ``code``."""
         if not gone:
-            return
+            return []
         if job.request_id is not None:
             job.no_retry = True  # its answer still counts
-            return
+            return []
         job.errors.update(dict.fromkeys(gone, code))
         job.offsets = {tp: off for tp, off in job.offsets.items() if tp not in gone}
         if not job.offsets:
-            self._finish_commit(job, out, quiet=job.reason is not CommitReason.USER)
+            return self._finish_commit(job, quiet=job.reason is not CommitReason.USER)
+        return []
 
     def reset_auto_commit_timer(self, now_ms: int) -> None:
         """Start a new auto-commit interval (after a reconciliation completes)."""
@@ -142,22 +143,18 @@ class CommitRequestManager:
             if tp in self.consumed and self.committed.get(tp) != self.consumed[tp]
         }
 
-    def auto_commit_due(self, now_ms: int) -> bool:
-        """Cheap check for ``Member.poll``: has the auto-commit interval elapsed?"""
-        due = self._next_auto_commit_ms
-        return due is not None and now_ms >= due
-
-    def maybe_auto_commit(
-        self, now_ms: int, owned: Iterable[TopicPartition], out: list[Command]
-    ) -> None:
-        """Commit consumed offsets of ``owned`` when the auto-commit interval elapsed."""
+    def auto_commit(
+        self, now_ms: int, owned: Callable[[], Iterable[TopicPartition]]
+    ) -> list[Command]:
+        """Commit consumed offsets of ``owned()`` when the auto-commit interval elapsed
+        (``owned`` is only called then)."""
         due = self._next_auto_commit_ms
         if due is None or now_ms < due:
-            return
+            return []
         if any(job.reason is CommitReason.AUTO for job in self._commits.values()):
-            return
+            return []
         self._next_auto_commit_ms = now_ms + self._config.auto_commit_interval_ms
-        self.start_commit(CommitReason.AUTO, self.uncommitted(owned), now_ms, out)
+        return self.start_commit(CommitReason.AUTO, self.uncommitted(owned()), now_ms)[1]
 
     # --- commits ----------------------------------------------------------------------------
 
@@ -166,16 +163,13 @@ class CommitRequestManager:
         reason: CommitReason,
         offsets: Mapping[TopicPartition, int],
         now_ms: int,
-        out: list[Command],
         *,
         deadline_ms: int | None = None,
         token: int | None = None,
-    ) -> int | None:
-        """Start a commit job and emit its first CommitOffsets; None when there is nothing to do."""
+    ) -> tuple[int | None, list[Command]]:
+        """Start a commit job: its id (None when there is nothing to do) and its first command."""
         if not offsets:
-            if token is not None:
-                out.append(ReportCommitResult(token, {}))
-            return None
+            return None, [] if token is None else [ReportCommitResult(token, {})]
         if deadline_ms is None:
             timeout_ms = (
                 self._config.user_commit_timeout_ms
@@ -185,41 +179,42 @@ class CommitRequestManager:
             deadline_ms = now_ms + timeout_ms
         job = _CommitJob(self._next_id(), reason, dict(offsets), deadline_ms, token)
         self._commits[job.job_id] = job
-        self._send_commit(job, job.offsets, out)
-        return job.job_id
+        return job.job_id, [self._send_commit(job)]
 
-    def _send_commit(
-        self, job: _CommitJob, offsets: Mapping[TopicPartition, int], out: list[Command]
-    ) -> None:
+    def _send(self, job: _CommitJob | _FetchJob) -> tuple[str | None, int]:
+        """Mark ``job`` as sent now; the identity its request carries."""
         member_id, epoch = self._identity()
         job.request_id = self._next_id()
         job.sent_epoch = epoch
         job.retry_at_ms = None
         job.waiting_for_epoch = False
-        out.append(
-            CommitOffsets(
-                request_id=job.request_id,
-                reason=job.reason,
-                group_id=self._config.group_id,
-                member_id=member_id,
-                member_epoch=epoch,
-                offsets=dict(offsets),
-            )
+        return member_id, epoch
+
+    def _send_commit(self, job: _CommitJob) -> CommitOffsets:
+        member_id, epoch = self._send(job)
+        assert job.request_id is not None
+        return CommitOffsets(
+            request_id=job.request_id,
+            reason=job.reason,
+            group_id=self._config.group_id,
+            member_id=member_id,
+            member_epoch=epoch,
+            offsets=dict(job.offsets),
         )
 
     def on_commit_completed(
-        self, completed: CommitCompleted, now_ms: int, out: list[Command]
-    ) -> tuple[int | None, bool]:
+        self, completed: CommitCompleted, now_ms: int
+    ) -> tuple[int | None, bool, list[Command]]:
         """Process an OffsetCommit answer.
 
-        Returns ``(finished job id or None, wants_heartbeat)``; ``wants_heartbeat`` asks the caller
-        to expedite a heartbeat because the epoch was stale.
+        Returns ``(finished job id or None, wants_heartbeat, commands)``; ``wants_heartbeat``
+        asks the caller to expedite a heartbeat because the epoch was stale.
         """
         job = next(
             (j for j in self._commits.values() if j.request_id == completed.request_id), None
         )
         if job is None:
-            return None, False
+            return None, False, []
         job.request_id = None
         errors = {
             tp: completed.error_code or completed.partition_errors.get(tp, 0) for tp in job.offsets
@@ -240,68 +235,61 @@ class CommitRequestManager:
         )
         expired = job.deadline_ms is not None and now_ms >= job.deadline_ms
         if not codes or not retriable_only or expired or job.no_retry:
-            self._finish_commit(job, out)
-            return job.job_id, False
+            return job.job_id, False, self._finish_commit(job)
         job.attempts += 1
         if stale:
             job.waiting_for_epoch = True
         else:
             job.retry_at_ms = now_ms + self._backoff.delay_ms(job.attempts)
-        return None, stale
+        return None, stale, []
 
-    def _finish_commit(self, job: _CommitJob, out: list[Command], *, quiet: bool = False) -> None:
+    def _finish_commit(self, job: _CommitJob, *, quiet: bool = False) -> list[Command]:
         del self._commits[job.job_id]
         if job.token is not None:
-            out.append(ReportCommitResult(job.token, dict(job.errors)))
-            return
-        if job.errors and not quiet:
-            code = next(iter(sorted(job.errors.values())))
-            parts = ", ".join(str(tp) for tp in sorted(job.errors))
-            out.append(
-                ReportError(
-                    error_code=code,
-                    error_name=error_name(code),
-                    message=f"{job.reason.value} commit failed for {parts}",
-                    fatal=False,
-                )
+            return [ReportCommitResult(job.token, dict(job.errors))]
+        if not job.errors or quiet:
+            return []
+        code = next(iter(sorted(job.errors.values())))
+        parts = ", ".join(str(tp) for tp in sorted(job.errors))
+        return [
+            ReportError(
+                error_code=code,
+                error_name=error_name(code),
+                message=f"{job.reason.value} commit failed for {parts}",
+                fatal=False,
             )
+        ]
 
     # --- committed offset fetches -----------------------------------------------------------
 
-    def start_fetch(self, partitions: tuple[TopicPartition, ...], out: list[Command]) -> int:
-        """Start fetching committed offsets of ``partitions``; returns the job id."""
+    def start_fetch(self, partitions: tuple[TopicPartition, ...]) -> tuple[int, list[Command]]:
+        """Start fetching committed offsets of ``partitions``: the job id and its request."""
         job = _FetchJob(self._next_id(), partitions)
         self._fetches[job.job_id] = job
-        self._send_fetch(job, out)
-        return job.job_id
+        return job.job_id, [self._send_fetch(job)]
 
-    def _send_fetch(self, job: _FetchJob, out: list[Command]) -> None:
-        member_id, epoch = self._identity()
-        job.request_id = self._next_id()
-        job.sent_epoch = epoch
-        job.retry_at_ms = None
-        job.waiting_for_epoch = False
-        out.append(
-            FetchCommittedOffsets(
-                request_id=job.request_id,
-                group_id=self._config.group_id,
-                member_id=member_id,
-                member_epoch=epoch,
-                partitions=job.partitions,
-            )
+    def _send_fetch(self, job: _FetchJob) -> FetchCommittedOffsets:
+        member_id, epoch = self._send(job)
+        assert job.request_id is not None
+        return FetchCommittedOffsets(
+            request_id=job.request_id,
+            group_id=self._config.group_id,
+            member_id=member_id,
+            member_epoch=epoch,
+            partitions=job.partitions,
         )
 
     def on_fetch_completed(
-        self, fetched: CommittedOffsetsFetched, now_ms: int, out: list[Command]
-    ) -> tuple[int, dict[TopicPartition, int | None]] | bool:
+        self, fetched: CommittedOffsetsFetched, now_ms: int
+    ) -> tuple[tuple[int, dict[TopicPartition, int | None]] | bool, list[Command]]:
         """Process an OffsetFetch answer.
 
         Returns ``(job id, offsets)`` when the job is done, or a bool ``wants_heartbeat`` when it is
-        retried (True for a stale epoch) or the answer was unknown (False).
+        retried (True for a stale epoch) or the answer was unknown (False); and the commands.
         """
         job = next((j for j in self._fetches.values() if j.request_id == fetched.request_id), None)
         if job is None:
-            return False
+            return False, []
         job.request_id = None
         codes = {fetched.error_code} if fetched.error_code else set()
         codes |= {fetched.partition_errors.get(tp, 0) for tp in job.partitions} - {0}
@@ -309,13 +297,14 @@ class CommitRequestManager:
             job.attempts += 1
             if ErrorCode.STALE_MEMBER_EPOCH in codes:
                 job.waiting_for_epoch = True
-                return True
+                return True, []
             job.retry_at_ms = now_ms + self._backoff.delay_ms(job.attempts)
-            return False
+            return False, []
         del self._fetches[job.job_id]
+        commands: list[Command] = []
         if codes:
             code = min(codes)
-            out.append(
+            commands.append(
                 ReportError(
                     error_code=code,
                     error_name=error_name(code),
@@ -323,35 +312,44 @@ class CommitRequestManager:
                     fatal=False,
                 )
             )
-        return job.job_id, {tp: fetched.offsets.get(tp) for tp in job.partitions}
+        return (job.job_id, {tp: fetched.offsets.get(tp) for tp in job.partitions}), commands
 
     # --- time and epochs --------------------------------------------------------------------
 
-    def on_epoch_changed(self, out: list[Command]) -> None:
+    def on_epoch_changed(self) -> list[Command]:
         """Re-send jobs that were waiting for a fresh member epoch."""
         _, epoch = self._identity()
-        for job in list(self._commits.values()):
-            if job.waiting_for_epoch and job.sent_epoch != epoch:
-                self._send_commit(job, job.offsets, out)
-        for fetch in self._fetches.values():
-            if fetch.waiting_for_epoch and fetch.sent_epoch != epoch:
-                self._send_fetch(fetch, out)
+        commands: list[Command] = [
+            self._send_commit(job)
+            for job in list(self._commits.values())
+            if job.waiting_for_epoch and job.sent_epoch != epoch
+        ]
+        commands += [
+            self._send_fetch(fetch)
+            for fetch in self._fetches.values()
+            if fetch.waiting_for_epoch and fetch.sent_epoch != epoch
+        ]
+        return commands
 
-    def poll(self, now_ms: int, out: list[Command]) -> list[int]:
-        """Retry jobs whose backoff elapsed; finish jobs past their deadline (returns their ids)."""
+    def poll(self, now_ms: int) -> tuple[list[int], list[Command]]:
+        """Retry jobs whose backoff elapsed; finish jobs past their deadline.
+
+        Returns the ids of the jobs that finished, and the commands.
+        """
         finished: list[int] = []
+        commands: list[Command] = []
         for job in list(self._commits.values()):
             if job.request_id is not None:
                 continue
             if job.deadline_ms is not None and now_ms >= job.deadline_ms:
-                self._finish_commit(job, out)
+                commands += self._finish_commit(job)
                 finished.append(job.job_id)
             elif job.retry_at_ms is not None and now_ms >= job.retry_at_ms:
-                self._send_commit(job, job.offsets, out)
+                commands.append(self._send_commit(job))
         for fetch in self._fetches.values():
             if fetch.retry_at_ms is not None and now_ms >= fetch.retry_at_ms:
-                self._send_fetch(fetch, out)
-        return finished
+                commands.append(self._send_fetch(fetch))
+        return finished, commands
 
     def next_deadline_ms(self) -> int | None:
         """Earliest time :meth:`poll` or :meth:`maybe_auto_commit` has something to do."""
@@ -362,13 +360,16 @@ class CommitRequestManager:
         times += [f.retry_at_ms for f in self._fetches.values() if f.retry_at_ms is not None]
         return min(times) if times else None
 
-    def abort_group_work(self, out: list[Command]) -> None:
+    def abort_group_work(self) -> list[Command]:
         """The membership ended (fenced, poll timeout, left, failed): drop auto / pre-revoke /
         close commits and every fetch; user commits waiting to be (re)sent fail with
-        UNKNOWN_MEMBER_ID, those in flight are not retried."""
+        UNKNOWN_MEMBER_ID, those in flight are not retried. Also stops the auto-commit timer."""
+        self._next_auto_commit_ms = None
+        commands: list[Command] = []
         for job in list(self._commits.values()):
             if job.reason is CommitReason.USER:
-                self._cut(job, set(job.offsets), ErrorCode.UNKNOWN_MEMBER_ID, out)
+                commands += self._cut(job, set(job.offsets), ErrorCode.UNKNOWN_MEMBER_ID)
             else:
                 del self._commits[job.job_id]
         self._fetches.clear()
+        return commands

@@ -23,18 +23,44 @@ from __future__ import annotations
 
 import base64
 import random
-from dataclasses import dataclass
+from collections.abc import Callable
+from typing import Protocol
 
 from consumer.member.commands import (
     JOIN_EPOCH,
     UNCHANGED_REBALANCE_TIMEOUT_MS,
+    Command,
+    FindCoordinator,
     HeartbeatRequest,
+    SendHeartbeat,
 )
 from consumer.member.config import MemberConfig
 from consumer.member.partitions import TopicIdPartition, TopicPartitions, group_by_topic
-from consumer.member.states import MemberState
+from consumer.member.states import Heartbeats, StateInfo
 
-_SEND_NOW_STATES = frozenset({MemberState.JOINING, MemberState.ACK_ASSIGNMENT})
+
+class HeartbeatSource(Protocol):
+    """What the member says in its next heartbeat (read only when one is built)."""
+
+    @property
+    def member_epoch(self) -> int:
+        """The member epoch."""
+
+    @property
+    def topic_names(self) -> tuple[str, ...] | None:
+        """Subscribed topic names (None with a regex subscription)."""
+
+    @property
+    def topic_regex(self) -> str | None:
+        """Subscribed regex (None with a name subscription)."""
+
+    @property
+    def owned_ids(self) -> frozenset[TopicIdPartition]:
+        """The owned partitions, by topic id."""
+
+    @property
+    def owned_local_epoch(self) -> int:
+        """The local epoch of the owned assignment (bumped by each new target)."""
 
 
 def generate_member_id(rng: random.Random) -> str:
@@ -69,32 +95,14 @@ class ExponentialBackoff:
         return max(0, int(term * factor))
 
 
-@dataclass(frozen=True, slots=True)
-class HeartbeatContent:
-    """What the member wants the next heartbeat to say (the manager decides what changed)."""
-
-    state: MemberState
-    member_epoch: int
-    topic_names: tuple[str, ...] | None
-    topic_regex: str | None
-    owned: frozenset[TopicIdPartition]
-    owned_local_epoch: int
-
-
-@dataclass(slots=True)
-class _SentFields:
-    rebalance_timeout_ms: int | None = None
-    topic_names: tuple[str, ...] | None = None
-    topic_regex: str | None = None
-    server_assignor: str | None = None
-    owned_key: tuple[frozenset[TopicIdPartition], int] | None = None
-
-
 class HeartbeatRequestManager:
     """Schedules heartbeats and builds each request with only the fields that changed."""
 
-    def __init__(self, config: MemberConfig, rng: random.Random) -> None:
+    def __init__(
+        self, config: MemberConfig, rng: random.Random, next_id: Callable[[], int]
+    ) -> None:
         self._config = config
+        self._next_id = next_id
         self.member_id: str = generate_member_id(rng)
         self._backoff = ExponentialBackoff(
             config.retry_backoff_ms, config.retry_backoff_max_ms, config.retry_backoff_jitter, rng
@@ -109,7 +117,10 @@ class HeartbeatRequestManager:
         self._lookup_not_before_ms = 0
         self._failed_attempts = 0
         self._expedited = False
-        self._sent = _SentFields()
+        #: What the coordinator knows of this member: the last value sent for each field
+        #: (None: nothing known, the next heartbeat is a full request).
+        self._sent: HeartbeatRequest | None = None
+        self._sent_owned_local_epoch = 0
         self._names_ever_sent = False
         self._regex_ever_sent = False
 
@@ -156,7 +167,7 @@ class HeartbeatRequestManager:
     def _forget_in_flight(self) -> None:
         self._in_flight = None
         self._leave_request_ids.clear()
-        self._sent = _SentFields()
+        self._sent = None
 
     # --- scheduling -------------------------------------------------------------------------
 
@@ -169,45 +180,67 @@ class HeartbeatRequestManager:
         """Send the next heartbeat without waiting for the interval (backoff still applies)."""
         self._expedited = True
 
-    def is_due(self, state: MemberState, now_ms: int) -> bool:
-        """Whether a (non-leave) heartbeat should be sent now."""
-        due_ms = self.next_due_ms(state)
-        return due_ms is not None and now_ms >= due_ms
+    def poll(
+        self, now_ms: int, info: StateInfo, source: HeartbeatSource
+    ) -> tuple[list[Command], bool]:
+        """The coordinator lookup and the heartbeat due now in a state described by ``info``.
 
-    def next_due_ms(self, state: MemberState) -> int | None:
+        Returns the commands and whether a heartbeat carrying the owned partitions was sent.
+        """
+        if info.heartbeats is Heartbeats.NONE:
+            return [], False
+        commands: list[Command] = []
+        if self.should_request_coordinator(now_ms):
+            commands.append(FindCoordinator(self._config.group_id))
+        due_ms = self.next_due_ms(info)
+        if due_ms is None or now_ms < due_ms:
+            return commands, False
+        request_id = self._next_id()
+        commands.append(
+            SendHeartbeat(request_id, self.build(source, request_id, now_ms, info.joins))
+        )
+        return commands, True
+
+    def next_due_ms(self, info: StateInfo) -> int | None:
         """When the next non-leave heartbeat is due, or None if none is planned."""
+        if info.heartbeats is Heartbeats.NONE:
+            return None
         if not self.coordinator_known or self._in_flight is not None:
             return None
-        if state in _SEND_NOW_STATES or self._expedited:
+        if info.heartbeats is Heartbeats.AT_ONCE or self._expedited:
             return self._backoff_until_ms
         return max(self._backoff_until_ms, self._next_interval_send_ms)
 
     # --- building ---------------------------------------------------------------------------
 
-    def build(self, content: HeartbeatContent, request_id: int, now_ms: int) -> HeartbeatRequest:
-        """Build the next heartbeat and record it as in flight."""
+    def build(
+        self, source: HeartbeatSource, request_id: int, now_ms: int, joining: bool
+    ) -> HeartbeatRequest:
+        """Build the next heartbeat with only the changed fields and record it as in flight."""
         config = self._config
-        sent = self._sent
-        joining = content.state is MemberState.JOINING
+        sent = None if joining else self._sent
         rebalance_timeout_ms = UNCHANGED_REBALANCE_TIMEOUT_MS
-        if joining or sent.rebalance_timeout_ms != config.rebalance_timeout_ms:
+        if sent is None or sent.rebalance_timeout_ms != config.rebalance_timeout_ms:
             rebalance_timeout_ms = config.rebalance_timeout_ms
-        names, regex = self._subscription_fields(content, joining)
+        names, regex = self._subscription_fields(source, sent, joining)
         assignor = None
         if config.server_assignor is not None and (
-            joining or sent.server_assignor != config.server_assignor
+            sent is None or sent.server_assignor != config.server_assignor
         ):
             assignor = config.server_assignor
-        owned_key = (content.owned, content.owned_local_epoch)
-        topic_partitions: tuple[TopicPartitions, ...] | None = None
-        if joining:
-            topic_partitions = ()
-        elif sent.owned_key != owned_key:
-            topic_partitions = group_by_topic(content.owned)
+        owned: tuple[TopicPartitions, ...] = () if joining else group_by_topic(source.owned_ids)
+        local_epoch = 0 if joining else source.owned_local_epoch
+        topic_partitions: tuple[TopicPartitions, ...] | None = owned
+        if (
+            sent is not None
+            and sent.topic_partitions == owned
+            and self._sent_owned_local_epoch == local_epoch
+        ):
+            topic_partitions = None
         request = HeartbeatRequest(
             group_id=config.group_id,
             member_id=self.member_id,
-            member_epoch=JOIN_EPOCH if joining else content.member_epoch,
+            member_epoch=JOIN_EPOCH if joining else source.member_epoch,
             instance_id=config.instance_id,
             rack_id=config.rack_id if joining else None,
             rebalance_timeout_ms=rebalance_timeout_ms,
@@ -216,43 +249,57 @@ class HeartbeatRequestManager:
             server_assignor=assignor,
             topic_partitions=topic_partitions,
         )
-        sent.rebalance_timeout_ms = config.rebalance_timeout_ms
-        if names is not None:
-            sent.topic_names = names
-            self._names_ever_sent = self._names_ever_sent or bool(names)
-        if regex is not None:
-            sent.topic_regex = regex
-            self._regex_ever_sent = self._regex_ever_sent or bool(regex)
-        sent.server_assignor = config.server_assignor
-        sent.owned_key = (frozenset(), 0) if joining else owned_key
+        previous = self._sent
+        self._sent = HeartbeatRequest(
+            group_id=config.group_id,
+            member_id=self.member_id,
+            member_epoch=request.member_epoch,
+            rebalance_timeout_ms=config.rebalance_timeout_ms,
+            subscribed_topic_names=(
+                names if names is not None or previous is None else previous.subscribed_topic_names
+            ),
+            subscribed_topic_regex=(
+                regex if regex is not None or previous is None else previous.subscribed_topic_regex
+            ),
+            server_assignor=config.server_assignor,
+            topic_partitions=owned,
+        )
+        self._sent_owned_local_epoch = local_epoch
+        self._names_ever_sent = self._names_ever_sent or bool(names)
+        self._regex_ever_sent = self._regex_ever_sent or bool(regex)
+        self.mark_sent(request_id, now_ms)
+        return request
+
+    def mark_sent(self, request_id: int, now_ms: int) -> None:
+        """A (non-leave) heartbeat of any kind went out: one in flight, the interval restarts."""
         self._in_flight = request_id
         self._expedited = False
         self._next_interval_send_ms = now_ms + self.interval_ms
-        return request
 
     def _subscription_fields(
-        self, content: HeartbeatContent, joining: bool
+        self, source: HeartbeatSource, sent: HeartbeatRequest | None, joining: bool
     ) -> tuple[tuple[str, ...] | None, str | None]:
-        sent = self._sent
         names: tuple[str, ...] | None = None
         regex: str | None = None
-        if content.topic_regex is not None:
-            if joining or sent.topic_regex != content.topic_regex:
-                regex = content.topic_regex
-            if not joining and self._names_ever_sent and sent.topic_names != ():
+        sent_names = None if sent is None else sent.subscribed_topic_names
+        sent_regex = None if sent is None else sent.subscribed_topic_regex
+        if source.topic_regex is not None:
+            if sent is None or sent_regex != source.topic_regex:
+                regex = source.topic_regex
+            if not joining and self._names_ever_sent and sent_names != ():
                 names = ()  # drop names a previous subscription left on the broker
         else:
-            wanted = content.topic_names or ()
-            if joining or sent.topic_names != wanted:
+            wanted = source.topic_names or ()
+            if sent is None or sent_names != wanted:
                 names = wanted
-            if not joining and self._regex_ever_sent and sent.topic_regex != "":
+            if not joining and self._regex_ever_sent and sent_regex != "":
                 regex = ""  # drop a previously sent pattern
         return names, regex
 
     def build_leave(self, member_epoch: int, request_id: int) -> HeartbeatRequest:
         """Build a leave heartbeat (epoch -1 or -2); its answer will be ignored."""
         self._leave_request_ids.add(request_id)
-        self._sent = _SentFields()
+        self._sent = None
         self._failed_attempts = 0
         self._backoff_until_ms = 0
         return HeartbeatRequest(
@@ -263,6 +310,11 @@ class HeartbeatRequestManager:
         )
 
     # --- answers ----------------------------------------------------------------------------
+
+    def take_answer(self, request_id: int) -> bool:
+        """True if ``request_id`` is the non-leave heartbeat in flight; the answer to a leave
+        heartbeat is consumed and ignored (False), as is any other late answer."""
+        return not self.is_leave(request_id) and self.is_current(request_id)
 
     def is_current(self, request_id: int) -> bool:
         """True if ``request_id`` is the non-leave heartbeat in flight."""
@@ -286,7 +338,7 @@ class HeartbeatRequestManager:
     def on_failure(self, now_ms: int, *, reset_backoff: bool) -> None:
         """The in-flight heartbeat failed: full request next, retry after the backoff."""
         self._in_flight = None
-        self._sent = _SentFields()
+        self._sent = None
         self._next_interval_send_ms = now_ms
         if reset_backoff:
             self._failed_attempts = 0
@@ -298,7 +350,7 @@ class HeartbeatRequestManager:
     def reset_for_rejoin(self, now_ms: int) -> None:
         """Fenced or leaving: drop the in-flight request, reset backoff and sent-field memory."""
         self._in_flight = None
-        self._sent = _SentFields()
+        self._sent = None
         self._failed_attempts = 0
         self._backoff_until_ms = now_ms
         self._next_interval_send_ms = now_ms

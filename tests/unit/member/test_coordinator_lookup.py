@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import pytest
-from member_rig import MemberRig
+from member_rig import FOO, MemberRig
 
 from consumer.member import (
     AppPolled,
     CoordinatorChanged,
     CoordinatorLost,
     FindCoordinator,
+    InvokeOnLost,
     MemberState,
     ReportError,
     SendHeartbeat,
     Subscribed,
+    Unsubscribed,
 )
 
 GROUP_AUTHORIZATION_FAILED = 30
@@ -65,3 +67,49 @@ def test_a_failed_lookup_is_retried_after_a_growing_backoff_and_reported_once(
     assert r.member.state is MemberState.JOINING
     r.handle(CoordinatorChanged(1))
     assert [c for c in r.poll() if isinstance(c, SendHeartbeat)], "joins once it is found"
+
+
+GROUP_ID_NOT_FOUND = 69
+
+
+def leaving_member() -> MemberRig:
+    r = MemberRig()
+    r.stable({FOO: (0,)})
+    r.handle(Unsubscribed())
+    assert r.member.state is MemberState.UNSUBSCRIBING
+    return r
+
+
+def test_a_lookup_refused_while_leaving_is_fatal_without_on_lost() -> None:
+    r = leaving_member()
+    r.handle(CoordinatorLost("refused", error_code=GROUP_AUTHORIZATION_FAILED))
+    assert r.member.state is MemberState.FATAL
+    assert (r.last(ReportError).error_code, r.last(ReportError).fatal) == (30, True)
+    assert not r.all(InvokeOnLost)
+
+
+def test_group_id_not_found_on_lookup_is_fatal_in_the_group() -> None:
+    r = joining_member()
+    r.handle(CoordinatorLost("no such group", error_code=GROUP_ID_NOT_FOUND))
+    assert r.member.state is MemberState.FATAL
+    assert r.last(ReportError).error_name == "GROUP_ID_NOT_FOUND"
+
+
+def test_group_id_not_found_on_lookup_while_leaving_keeps_looking() -> None:
+    r = leaving_member()
+    r.handle(CoordinatorLost("no such group", error_code=GROUP_ID_NOT_FOUND))
+    assert r.member.state is MemberState.UNSUBSCRIBING
+    assert r.last(ReportError).fatal is False
+    r.advance(r.config.retry_backoff_max_ms * 2)
+    assert [c for c in r.poll() if isinstance(c, FindCoordinator)]
+
+
+@pytest.mark.parametrize("code", [GROUP_AUTHORIZATION_FAILED, GROUP_ID_NOT_FOUND])
+def test_a_refused_lookup_without_heartbeats_changes_nothing(code: int) -> None:
+    r = MemberRig()
+    out = r.handle(CoordinatorLost("refused", error_code=code))
+    assert out == []
+    assert r.member.state is MemberState.UNSUBSCRIBED
+    r.handle(Subscribed(topic_names=("foo",)))
+    r.handle(AppPolled())
+    assert r.member.state is MemberState.JOINING, "the member can still join afterwards"

@@ -64,12 +64,18 @@ def test_committed_diagram_matches_a_fresh_rendering() -> None:
     assert diagram.main(["--check"]) == 0
 
 
-def test_diagram_lists_every_row_of_the_table(tmp_path: Path, capsys: object) -> None:
+def test_diagram_lists_every_row_that_changes_state(tmp_path: Path) -> None:
     rendered = diagram.render_mermaid()
-    for row in member_package.TRANSITIONS:
-        edge = f"{row.source.name} --> {row.dest.name} : "
-        line = next(line for line in rendered.splitlines() if line.strip().startswith(edge))
-        assert row.trigger.value in line
+    for row in member_package.RULES.rows:
+        for source in row.sources:
+            if row.target(source) is source:
+                assert f"    {source.name} --> {source.name} :" not in rendered
+                continue
+            edge = f"{source.name} --> {row.target(source).name} : "
+            line = next(line for line in rendered.splitlines() if line.strip().startswith(edge))
+            assert row.outcome.name.lower() in line
+    tables = diagram.render_tables()
+    assert all(f"| {row.outcome.name} |" in tables for row in member_package.RULES.rows)
     stale = tmp_path / "doc.md"
     stale.write_text(f"x\n{diagram.BEGIN_MARKER}\nold\n{diagram.END_MARKER}\ny\n", encoding="utf-8")
     assert diagram.main(["--check", "--doc", str(stale)]) == 1
@@ -77,3 +83,37 @@ def test_diagram_lists_every_row_of_the_table(tmp_path: Path, capsys: object) ->
     assert diagram.main(["--check", "--doc", str(stale)]) == 0
     assert stale.read_text(encoding="utf-8").startswith("x\n")
     assert diagram.main([]) == 0
+
+
+def _attribute_assignments(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        for target in targets:
+            for item in ast.walk(target):
+                if isinstance(item, ast.Attribute):
+                    names.add(item.attr)
+    return names
+
+
+def test_only_the_engine_assigns_a_state_or_a_round_phase() -> None:
+    """The rules table decides; the engine (machine.py) is the only code that moves the state
+    or a round's phase, so no module of the core sets them on its own."""
+    package_dir = MEMBER_DIR.parent
+    offenders = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        if path == MEMBER_DIR / "machine.py":
+            continue
+        moved = _attribute_assignments(path) & {"_state", "phase", "_phase", "_index"}
+        if path.parent == MEMBER_DIR:
+            moved |= _attribute_assignments(path) & {"state"}
+        if moved:
+            offenders[str(path.relative_to(package_dir))] = moved
+    assert offenders == {}
+    engine = _attribute_assignments(MEMBER_DIR / "machine.py")
+    assert {"_state", "current"} <= engine  # the check above looks at the right names

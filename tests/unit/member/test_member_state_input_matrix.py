@@ -9,7 +9,7 @@ import pytest
 from member_rig import BAR, FOO, NAMES, MemberRig
 
 from consumer.member import (
-    TRANSITIONS,
+    RULES,
     ApplyAssignment,
     AppPolled,
     AssignmentApplied,
@@ -136,7 +136,7 @@ def reachable(source: MemberState) -> set[MemberState]:
     seen = {source}
     frontier = {source}
     for _ in range(3):
-        frontier = {row.dest for row in TRANSITIONS if row.source in frontier} - seen
+        frontier = set().union(*(RULES.destinations(state) for state in frontier)) - seen
         seen |= frontier
     return seen
 

@@ -26,7 +26,9 @@ from consumer.member import (
     RevocationCompleted,
     SendHeartbeat,
     StopFetching,
+    Subscribed,
     TopicPartition,
+    Unsubscribed,
 )
 
 S = MemberState
@@ -232,3 +234,42 @@ def test_stale_answers_with_lower_or_negative_epochs_are_ignored() -> None:
     assert (r.member.member_epoch, r.member.state) == (5, S.STABLE)
     r.respond(interval_heartbeat(r), -1, {FOO: (1,)})
     assert (r.member.member_epoch, r.member.state) == (5, S.STABLE)
+
+
+def test_a_target_already_owned_when_a_round_would_start_settles_at_once() -> None:
+    """Defensive row RECONCILE_ASSIGNMENT:TARGET_REACHED. No known input sequence enters
+    RECONCILE_ASSIGNMENT with the target owned at its local epoch (every new target bumps the
+    epoch), so the test puts the assignment manager there by hand; the rule must still settle
+    instead of leaving the member reconciling forever."""
+    r = MemberRig()
+    r.respond(r.join(), 1, {FOO: (0,)})
+    assert r.member.state is MemberState.RECONCILE_ASSIGNMENT
+    assert r.member.assignment.round is None  # waits for the topic name
+    r.member.assignment.target = r.member.assignment.current
+    r.member.assignment.target_local_epoch = r.member.assignment.current_local_epoch
+    r.handle(MetadataResolved({}))
+    assert r.member.state is MemberState.STABLE
+
+
+def test_fenced_while_leaving_loses_the_partitions_and_rejoins_only_after_on_lost() -> None:
+    """Regression (found by the random-sequence test): fenced during the leave's revocation, the
+    member used to forget its partitions without on_lost and without releasing the data plane,
+    so a later subscribe could join while the data plane still held the old partitions."""
+    r = MemberRig()
+    r.stable({FOO: (0, 1)})
+    r.handle(Unsubscribed())
+    assert r.member.state is S.UNSUBSCRIBING
+    r.advance(5_000)
+    heartbeat = next(c for c in r.poll() if isinstance(c, SendHeartbeat))
+    r.handle(HeartbeatFailed(heartbeat.request_id, 25))
+    assert r.member.state is S.UNSUBSCRIBED
+    lost = r.last(InvokeOnLost)
+    assert lost.partitions == (TopicPartition("foo", 0), TopicPartition("foo", 1))
+    r.handle(Subscribed(topic_names=("foo",)))
+    r.handle(AppPolled())
+    assert r.member.state is S.UNSUBSCRIBED, "no join while on_lost is pending"
+    r.handle(CallbackCompleted(lost.request_id))
+    release = r.last(ApplyAssignment)
+    assert (release.assigned, release.removed) == ((), lost.partitions)
+    r.handle(AppPolled())
+    assert r.member.state is S.JOINING
