@@ -145,6 +145,21 @@ class MemberEffects:
         if names is None and regex is None:
             self._join_pending = False
 
+    def _next_deadline_ms(self) -> int | None:
+        info = self.info
+        times = [
+            self.heartbeats.next_due_ms(info),
+            self.heartbeats.coordinator_lookup_due_ms()
+            if info.heartbeats is not Heartbeats.NONE
+            else None,
+            self.commits.next_deadline_ms(),
+            self.assignment.next_deadline_ms(),
+        ]
+        if info.in_group and self._last_poll_ms is not None:
+            times.append(self._last_poll_ms + self.config.max_poll_interval_ms)
+        due = [t for t in times if t is not None]
+        return min(due) if due else None
+
     # --- the engine -------------------------------------------------------------------------
 
     def decide(self, outcome: Outcome | None, now_ms: int) -> list[Command]:

@@ -41,20 +41,7 @@ from consumer.member.inputs import (
     Subscribed,
     Unsubscribed,
 )
-from consumer.member.rules import Outcome
-from consumer.member.states import Heartbeats
-
-#: Heartbeat error actions that end in a rules-table outcome.
-_ERROR_OUTCOMES: dict[HeartbeatErrorAction, Outcome] = {
-    HeartbeatErrorAction.FENCE: Outcome.FENCED,
-    HeartbeatErrorAction.FATAL_UNLESS_LEAVING: Outcome.GROUP_GONE,
-    HeartbeatErrorAction.FATAL: Outcome.FATAL_ERROR,
-}
-#: The same for a refused coordinator lookup.
-_LOOKUP_OUTCOMES: dict[HeartbeatErrorAction, Outcome] = {
-    HeartbeatErrorAction.FATAL_UNLESS_LEAVING: Outcome.LOOKUP_GROUP_GONE,
-    HeartbeatErrorAction.FATAL: Outcome.LOOKUP_REFUSED,
-}
+from consumer.member.rules import HEARTBEAT_ERROR_OUTCOMES, LOOKUP_ERROR_OUTCOMES, Outcome
 
 
 class Member(MemberEffects):
@@ -177,21 +164,6 @@ class Member(MemberEffects):
             commands += self.decide(Outcome.HEARTBEAT_SENT, now_ms) + self._reconcile(now_ms)
         return commands, self._next_deadline_ms()
 
-    def _next_deadline_ms(self) -> int | None:
-        info = self.info
-        times = [
-            self.heartbeats.next_due_ms(info),
-            self.heartbeats.coordinator_lookup_due_ms()
-            if info.heartbeats is not Heartbeats.NONE
-            else None,
-            self.commits.next_deadline_ms(),
-            self.assignment.next_deadline_ms(),
-        ]
-        if info.in_group and self._last_poll_ms is not None:
-            times.append(self._last_poll_ms + self.config.max_poll_interval_ms)
-        due = [t for t in times if t is not None]
-        return min(due) if due else None
-
     def _reconcile(self, now_ms: int) -> list[Command]:
         """In a state that reconciles, start the next round when none runs."""
         if not self.info.reconciles:
@@ -250,7 +222,7 @@ class Member(MemberEffects):
         if not self.heartbeats.take_answer(event.request_id):
             return []
         action = heartbeat_error_action(event.error_code)
-        outcome = _ERROR_OUTCOMES.get(action)
+        outcome = HEARTBEAT_ERROR_OUTCOMES.get(action)
         if outcome is not None:
             self._cause = (event.error_code, event.error_message)
             return self.decide(outcome, now_ms)
@@ -268,7 +240,7 @@ class Member(MemberEffects):
         self._cause = (code, event.reason or None)
         outcome = Outcome.LOOKUP_FAILED
         if code is not None:
-            outcome = _LOOKUP_OUTCOMES.get(heartbeat_error_action(code), outcome)
+            outcome = LOOKUP_ERROR_OUTCOMES.get(heartbeat_error_action(code), outcome)
         return self.decide(outcome, now_ms)
 
     def _lose_coordinator(self, now_ms: int) -> list[Command]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from consumer.member.errors_table import HeartbeatErrorAction
 from consumer.member.machine import Rule, RulesTable
 from consumer.member.states import IN_GROUP_STATES, MemberState
 
@@ -176,6 +177,20 @@ RULES: RulesTable[MemberState, Outcome, Effect, Guard] = RulesTable(
              when="on_lost completed and the application polled again"),
     ]
 )  # fmt: skip
+
+
+#: Heartbeat error actions (:mod:`consumer.member.errors_table`) that are outcomes for the rules;
+#: the others (retry, rediscover, report) keep the state.
+HEARTBEAT_ERROR_OUTCOMES: dict[HeartbeatErrorAction, Outcome] = {
+    HeartbeatErrorAction.FENCE: Outcome.FENCED,
+    HeartbeatErrorAction.FATAL_UNLESS_LEAVING: Outcome.GROUP_GONE,
+    HeartbeatErrorAction.FATAL: Outcome.FATAL_ERROR,
+}
+#: The same for an error code that refused a coordinator lookup (others: LOOKUP_FAILED).
+LOOKUP_ERROR_OUTCOMES: dict[HeartbeatErrorAction, Outcome] = {
+    HeartbeatErrorAction.FATAL_UNLESS_LEAVING: Outcome.LOOKUP_GROUP_GONE,
+    HeartbeatErrorAction.FATAL: Outcome.LOOKUP_REFUSED,
+}
 
 
 # --- reconciliation rounds --------------------------------------------------------------------
