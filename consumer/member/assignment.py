@@ -70,7 +70,10 @@ from consumer.member.rules import (
 
 #: What a manager step decided: commands to run, and an outcome for the rules (or None).
 Step = tuple[list[Command], Outcome | None]
-_NOTHING: Step = ([], None)
+
+
+def _nothing() -> Step:
+    return [], None
 
 
 @dataclass(slots=True)
@@ -161,7 +164,7 @@ class AssignmentManager:
         unchanged, newer target: acknowledge), or None (a round runs, started, or waits for names).
         """
         if self.round is not None:
-            return _NOTHING
+            return _nothing()
         split = resolve_target(self.target, self.topic_names)
         commands = self._maybe_fetch_metadata(split.unresolved_topic_ids, now_ms)
         if split.resolved == self.current:
@@ -292,21 +295,21 @@ class AssignmentManager:
         """Fetching of the revoked partitions stopped (its offsets are already recorded)."""
         rnd = self._waiting(RoundPhase.STOPPING)
         if rnd is None or rnd.waiting_id != stopped.request_id:
-            return _NOTHING
+            return _nothing()
         return self._next_phase(rnd, now_ms)
 
     def on_commit_finished(self, job_id: int, now_ms: int) -> Step:
         """A commit job ended (success, failure or deadline): continue with the revocation."""
         rnd = self._waiting(RoundPhase.COMMITTING)
         if rnd is None or rnd.waiting_id != job_id:
-            return _NOTHING
+            return _nothing()
         return self._next_phase(rnd, now_ms)
 
     def on_revocation_completed(self, completed: RevocationCompleted, now_ms: int) -> Step:
         """The application finished revoking (maybe with an error, which is reported)."""
         rnd = self._waiting(RoundPhase.REVOKING)
         if rnd is None or rnd.callback_id != completed.request_id:
-            return _NOTHING
+            return _nothing()
         commands = _callback_error("on_revoke", completed.error)
         revoked = set(rnd.revoked)
         commands += self._commits.forget(tp for tp in self.owned_named if tp not in revoked)
@@ -319,7 +322,7 @@ class AssignmentManager:
         """Committed offsets for the added partitions arrived: hand them to the data plane."""
         rnd = self._waiting(RoundPhase.FETCHING_OFFSETS)
         if rnd is None or rnd.waiting_id != job_id:
-            return _NOTHING
+            return _nothing()
         rnd.committed_offsets = dict(offsets)
         return self._next_phase(rnd, now_ms)
 
@@ -327,15 +330,15 @@ class AssignmentManager:
         """The data plane applied the round's assignment."""
         rnd = self._waiting(RoundPhase.ASSIGNING)
         if rnd is None or rnd.waiting_id != applied.request_id:
-            return _NOTHING
+            return _nothing()
         rnd.applied = True
-        return self._next_phase(rnd, now_ms) if rnd.callback_done else _NOTHING
+        return self._next_phase(rnd, now_ms) if rnd.callback_done else _nothing()
 
     def on_callback_completed(self, completed: CallbackCompleted, now_ms: int) -> Step:
         """``on_assign`` or ``on_lost`` finished (errors are reported, the round continues)."""
         rnd = self.round
         if rnd is None or rnd.callback_id != completed.request_id:
-            return _NOTHING
+            return _nothing()
         if rnd.phase is RoundPhase.LOSING:
             commands = _callback_error("on_lost", completed.error)
         elif rnd.phase is RoundPhase.ASSIGNING:
@@ -344,7 +347,7 @@ class AssignmentManager:
             if not rnd.applied:
                 return commands, None
         else:
-            return _NOTHING
+            return _nothing()
         more, outcome = self._next_phase(rnd, now_ms)
         return commands + more, outcome
 
@@ -352,9 +355,9 @@ class AssignmentManager:
         """Past the rebalance timeout, a revocation still not completed is given up on."""
         rnd = self.round
         if rnd is None or rnd.phase is None or not PHASES[rnd.phase].bounded:
-            return _NOTHING
+            return _nothing()
         if now_ms < rnd.deadline_ms:
-            return _NOTHING
+            return _nothing()
         parts = ", ".join(str(tp) for tp in rnd.revoked)
         report = ReportError(
             error_code=None,

@@ -78,6 +78,8 @@ class MemberEffects:
         self._fatal_error: FatalMemberError | None = None
         #: The error behind the outcome being decided (code, message), for the reports.
         self._cause: tuple[int | None, str | None] = (None, None)
+        #: The current state's row of the states table (kept in step with the state).
+        self.info: StateInfo = STATES[self._cell.state]
         self._effects: dict[Effect, Callable[[int], Step]] = {
             effect: getattr(self, f"_{effect.name.lower()}") for effect in Effect
         }
@@ -88,11 +90,6 @@ class MemberEffects:
     def state(self) -> MemberState:
         """The current state."""
         return self._cell.state
-
-    @property
-    def info(self) -> StateInfo:
-        """The current state's row of the states table."""
-        return STATES[self._cell.state]
 
     @property
     def member_id(self) -> str:
@@ -147,18 +144,14 @@ class MemberEffects:
 
     def _next_deadline_ms(self) -> int | None:
         info = self.info
-        times = [
-            self.heartbeats.next_due_ms(info),
-            self.heartbeats.coordinator_lookup_due_ms()
-            if info.heartbeats is not Heartbeats.NONE
-            else None,
-            self.commits.next_deadline_ms(),
-            self.assignment.next_deadline_ms(),
-        ]
+        due = self.heartbeats.next_due_ms(info)
+        if info.heartbeats is not Heartbeats.NONE:
+            due = _earliest(due, self.heartbeats.coordinator_lookup_due_ms())
+        due = _earliest(due, self.commits.next_deadline_ms())
+        due = _earliest(due, self.assignment.next_deadline_ms())
         if info.in_group and self._last_poll_ms is not None:
-            times.append(self._last_poll_ms + self.config.max_poll_interval_ms)
-        due = [t for t in times if t is not None]
-        return min(due) if due else None
+            due = _earliest(due, self._last_poll_ms + self.config.max_poll_interval_ms)
+        return due
 
     # --- the engine -------------------------------------------------------------------------
 
@@ -170,6 +163,7 @@ class MemberEffects:
             if rule is None:
                 break
             self._cell.enter(rule)
+            self.info = STATES[self._cell.state]
             outcome = None
             for effect in rule.effects:
                 more, reported = self._effects[effect](now_ms)
@@ -290,3 +284,9 @@ class MemberEffects:
     def _shut_down_now(self, now_ms: int) -> Step:
         self._shut_down = True
         return [ShutDown()], None
+
+
+def _earliest(first: int | None, second: int | None) -> int | None:
+    if first is None:
+        return second
+    return first if second is None or first <= second else second

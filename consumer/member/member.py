@@ -156,9 +156,10 @@ class Member(MemberEffects):
             commands += self.follow(self.assignment.on_commit_finished(job_id, now_ms), now_ms)
         commands += self.follow(self.assignment.poll(now_ms), now_ms)
         commands += self._reconcile(now_ms)
-        if self.info.in_group and self._epoch > 0:
+        info = self.info
+        if info.in_group and self._epoch > 0:
             commands += self.commits.auto_commit(now_ms, lambda: self.owned_partitions)
-        heartbeats, sent = self.heartbeats.poll(now_ms, self.info, self)
+        heartbeats, sent = self.heartbeats.poll(now_ms, info, self)
         commands += heartbeats
         if sent:
             commands += self.decide(Outcome.HEARTBEAT_SENT, now_ms) + self._reconcile(now_ms)
