@@ -14,33 +14,13 @@ from __future__ import annotations
 
 import random
 
+from consumer.member import inputs as i
 from consumer.member.commands import Command, CommitReason, FindCoordinator
 from consumer.member.config import MemberConfig
 from consumer.member.effects import MemberEffects, TransitionObserver, error_report
 from consumer.member.errors import MemberStateError
 from consumer.member.errors_table import HeartbeatErrorAction, heartbeat_error_action
-from consumer.member.inputs import (
-    AppPolled,
-    AssignmentApplied,
-    CallbackCompleted,
-    CloseRequested,
-    CommitCompleted,
-    CommitRequested,
-    CommittedOffsetsFetched,
-    ConsumedOffsetsReported,
-    CoordinatorChanged,
-    CoordinatorLost,
-    FetchingStopped,
-    HeartbeatFailed,
-    HeartbeatSucceeded,
-    HeartbeatTransportFailed,
-    Input,
-    MetadataResolved,
-    PollIntervalExpired,
-    RevocationCompleted,
-    Subscribed,
-    Unsubscribed,
-)
+from consumer.member.inputs import Input
 from consumer.member.rules import HEARTBEAT_ERROR_OUTCOMES, LOOKUP_ERROR_OUTCOMES, Outcome
 
 
@@ -73,7 +53,7 @@ class Member(MemberEffects):
             MemberStateError: an input that is not allowed (for example subscribing after close).
         """
         if self._shut_down:
-            if isinstance(event, Subscribed | CommitRequested):
+            if isinstance(event, i.Subscribed | i.CommitRequested):
                 raise MemberStateError("the member is shut down")
             return []
         commands = self._dispatch(event, now_ms)
@@ -82,55 +62,55 @@ class Member(MemberEffects):
     def _dispatch(self, event: Input, now_ms: int) -> list[Command]:  # noqa: C901
         a = self.assignment
         match event:
-            case Subscribed():
+            case i.Subscribed():
                 return self._on_subscribed(event, now_ms)
-            case Unsubscribed():
+            case i.Unsubscribed():
                 self._subscribe(None, None)
                 return self.decide(Outcome.UNSUBSCRIBE_REQUESTED, now_ms)
-            case AppPolled():
+            case i.AppPolled():
                 self._on_app_polled(event, now_ms)
                 return self.decide(Outcome.APP_POLLED, now_ms)
-            case ConsumedOffsetsReported():
+            case i.ConsumedOffsetsReported():
                 self.commits.record_consumed(event.offsets)
-            case CommitRequested():
+            case i.CommitRequested():
                 return self._on_commit_requested(event, now_ms)
-            case PollIntervalExpired():
+            case i.PollIntervalExpired():
                 return self.decide(Outcome.POLL_INTERVAL_EXPIRED, now_ms)
-            case CloseRequested():
+            case i.CloseRequested():
                 self._closing = event.option
                 self._join_pending = False
                 return self.decide(Outcome.CLOSE_REQUESTED, now_ms)
-            case FetchingStopped():
+            case i.FetchingStopped():
                 self.commits.record_consumed(event.consumed_offsets)
                 return self.follow(a.on_fetching_stopped(event, now_ms), now_ms)
-            case RevocationCompleted():
+            case i.RevocationCompleted():
                 return self.follow(a.on_revocation_completed(event, now_ms), now_ms)
-            case CallbackCompleted():
+            case i.CallbackCompleted():
                 return self.follow(a.on_callback_completed(event, now_ms), now_ms)
-            case AssignmentApplied():
+            case i.AssignmentApplied():
                 return self.follow(a.on_assignment_applied(event, now_ms), now_ms)
-            case HeartbeatSucceeded():
+            case i.HeartbeatSucceeded():
                 return self._on_heartbeat_succeeded(event, now_ms)
-            case HeartbeatFailed():
+            case i.HeartbeatFailed():
                 return self._on_heartbeat_failed(event, now_ms)
-            case HeartbeatTransportFailed():
+            case i.HeartbeatTransportFailed():
                 if self.heartbeats.take_answer(event.request_id):
                     self.heartbeats.on_failure(now_ms, reset_backoff=False)
                     return self._lose_coordinator(now_ms)
-            case CoordinatorChanged():
+            case i.CoordinatorChanged():
                 self.heartbeats.on_coordinator_changed()
-            case CoordinatorLost():
+            case i.CoordinatorLost():
                 return self._on_coordinator_lost(event, now_ms)
-            case MetadataResolved():
+            case i.MetadataResolved():
                 a.learn_names(event.topic_names)
-            case CommitCompleted():
+            case i.CommitCompleted():
                 job_id, wants_heartbeat, commands = self.commits.on_commit_completed(event, now_ms)
                 if wants_heartbeat:
                     self.heartbeats.expedite()
                 if job_id is None:
                     return commands
                 return commands + self.follow(a.on_commit_finished(job_id, now_ms), now_ms)
-            case CommittedOffsetsFetched():
+            case i.CommittedOffsetsFetched():
                 outcome, commands = self.commits.on_fetch_completed(event, now_ms)
                 if isinstance(outcome, tuple):
                     step = a.on_offsets_fetched(*outcome, now_ms)
@@ -173,25 +153,25 @@ class Member(MemberEffects):
 
     # --- inputs -----------------------------------------------------------------------------
 
-    def _on_subscribed(self, event: Subscribed, now_ms: int) -> list[Command]:
+    def _on_subscribed(self, event: i.Subscribed, now_ms: int) -> list[Command]:
         if self._fatal_error is not None:
             raise self._fatal_error
         if self._closing is not None:
             raise MemberStateError("cannot subscribe: the member is closing")
         if event.topic_names is not None and not event.topic_names:
-            return self._dispatch(Unsubscribed(), now_ms)
+            return self._dispatch(i.Unsubscribed(), now_ms)
         names = tuple(sorted(set(event.topic_names))) if event.topic_names else None
         self._subscribe(names, event.topic_regex)
         return self.decide(Outcome.SUBSCRIBED, now_ms)
 
-    def _on_app_polled(self, event: AppPolled, now_ms: int) -> None:
+    def _on_app_polled(self, event: i.AppPolled, now_ms: int) -> None:
         if event.consumed_offsets:
             self.commits.record_consumed(event.consumed_offsets)
         polled_ms = now_ms if event.polled_at_ms is None else min(now_ms, event.polled_at_ms)
         if self._last_poll_ms is None or polled_ms > self._last_poll_ms:
             self._last_poll_ms = polled_ms
 
-    def _on_commit_requested(self, event: CommitRequested, now_ms: int) -> list[Command]:
+    def _on_commit_requested(self, event: i.CommitRequested, now_ms: int) -> list[Command]:
         if self._fatal_error is not None:
             raise self._fatal_error
         offsets = event.offsets
@@ -202,7 +182,7 @@ class Member(MemberEffects):
             CommitReason.USER, offsets, now_ms, deadline_ms=deadline_ms, token=event.token
         )[1]
 
-    def _on_heartbeat_succeeded(self, event: HeartbeatSucceeded, now_ms: int) -> list[Command]:
+    def _on_heartbeat_succeeded(self, event: i.HeartbeatSucceeded, now_ms: int) -> list[Command]:
         if not self.heartbeats.take_answer(event.request_id):
             return []
         self.heartbeats.on_success(event.heartbeat_interval_ms, now_ms)
@@ -219,7 +199,7 @@ class Member(MemberEffects):
             self.assignment.set_target(event.assignment)
         return commands + self.decide(Outcome.TARGET_RECEIVED, now_ms)
 
-    def _on_heartbeat_failed(self, event: HeartbeatFailed, now_ms: int) -> list[Command]:
+    def _on_heartbeat_failed(self, event: i.HeartbeatFailed, now_ms: int) -> list[Command]:
         if not self.heartbeats.take_answer(event.request_id):
             return []
         action = heartbeat_error_action(event.error_code)
@@ -235,7 +215,7 @@ class Member(MemberEffects):
             return [error_report(event.error_code, event.error_message, fatal=False)]
         return []
 
-    def _on_coordinator_lost(self, event: CoordinatorLost, now_ms: int) -> list[Command]:
+    def _on_coordinator_lost(self, event: i.CoordinatorLost, now_ms: int) -> list[Command]:
         """A lookup failed or the coordinator connection is gone: fail, or look up after backoff."""
         code = event.error_code
         self._cause = (code, event.reason or None)
