@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TypeVar
 
 
 class Kind(enum.Enum):
@@ -276,6 +277,21 @@ for _name in (
 # rd_kafka_conf_properties_show) plus those confluent-kafka handles in Python (a test checks the
 # librdkafka list is covered). A key outside this set is a typo and gets close-match suggestions.
 KNOWN_KEYS: frozenset[str] = frozenset(SPECS) | set(KEY_ALIASES) | set(CLASSIC_ONLY) | set(REFUSED)
+
+
+_T = TypeVar("_T")
+
+
+def spec_default(key: str, kind: type[_T]) -> _T:
+    """The table's default of ``key``, checked to be a ``kind``.
+
+    The table is the one place a default is written: the configuration dataclasses, the member
+    core's ``MemberConfig`` and the runtime's connection settings read theirs from here.
+    """
+    value = SPECS[key].default
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise TypeError(f"the default of {key!r} is {value!r}, not a {kind.__name__}")
+    return value
 
 
 def accepted_keys() -> tuple[str, ...]:
