@@ -43,6 +43,7 @@ from consumer._config.values import (
     show_value,
 )
 from consumer._logging import AnyLogger
+from consumer.errors import ConsumerError
 
 __all__ = [
     "BrokerAddress",
@@ -68,9 +69,13 @@ _FIELD_KEYS: dict[str, str] = {key.replace(".", "_"): key for key in SPECS} | {
 }
 
 
-class ConfigError(ValueError):
+class ConfigError(ConsumerError, ValueError):
     """A configuration key or value is not accepted. The message names the key, shows the given
-    value (``'***'`` for secrets) and says what is allowed."""
+    value (``'***'`` for secrets) and says what is allowed.
+
+    A :class:`~consumer.errors.ConsumerError` (the root of this package's exceptions) and, as
+    confluent-kafka's configuration errors are, a ``ValueError``.
+    """
 
 
 @dataclass(frozen=True)
