@@ -29,6 +29,13 @@ def test_every_error_family_hangs_below_the_root(cls: type[Exception]) -> None:
     assert issubclass(cls, ConsumerError)
 
 
+def test_the_spark_hosts_closed_error_is_a_consumer_error() -> None:
+    from consumer.spark._host import MemberClosedError
+
+    assert issubclass(MemberClosedError, ConsumerError)
+    assert issubclass(MemberClosedError, RuntimeError)
+
+
 def test_config_error_is_still_a_value_error() -> None:
     with pytest.raises(ValueError, match="group.id") as info:
         parse_config({"bootstrap.servers": "b:9092"})
