@@ -175,7 +175,7 @@ class BackgroundRuntime:
         self, partitions: tuple[TopicPartition, ...], timeout_s: float
     ) -> list[int]:
         deadline_ms = self._clock_ms() + int(timeout_s * 1000)
-        backoff_s = 0.1
+        backoff_s = self._member.config.retry_backoff_ms / 1000
         while True:
             answer = await self._requests.fetch_committed(
                 FetchCommittedOffsets(
@@ -199,7 +199,7 @@ class BackgroundRuntime:
             if not retry or self._clock_ms() + backoff_s * 1000 > deadline_ms:
                 raise error
             await asyncio.sleep(backoff_s)  # backoff before the retry
-            backoff_s = min(1.0, backoff_s * 2)
+            backoff_s = min(self._member.config.retry_backoff_max_ms / 1000, backoff_s * 2)
 
     def stop(self, timeout_s: float) -> None:
         """Ask the loop to stop and wait for the thread to end (at most ``timeout_s``)."""
