@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import logging
 import time
+from logging.handlers import BufferingHandler
 
 import pytest
 
 from consumer import Consumer
-
-
-class ListHandler(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
 
 
 def retry_waits(records: list[logging.LogRecord]) -> list[float]:
@@ -35,7 +27,7 @@ def test_the_runtime_logs_to_the_configured_logger_with_the_reconnect_backoff(
     logger = logging.getLogger("tests.consumer_logger")
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
-    handler = ListHandler()
+    handler = BufferingHandler(capacity=1_000_000)
     logger.addHandler(handler)
     caplog.set_level(logging.DEBUG, logger="consumer")
     consumer = Consumer(
@@ -51,12 +43,12 @@ def test_the_runtime_logs_to_the_configured_logger_with_the_reconnect_backoff(
     try:
         consumer.subscribe(["t"])
         deadline = time.monotonic() + 10
-        while len(retry_waits(handler.records)) < 4 and time.monotonic() < deadline:
+        while len(retry_waits(handler.buffer)) < 4 and time.monotonic() < deadline:
             consumer.poll(0.05)
     finally:
         consumer.close()
         logger.removeHandler(handler)
-    waits = retry_waits(handler.records)
-    assert len(waits) >= 4, [r.getMessage() for r in handler.records]
+    waits = retry_waits(handler.buffer)
+    assert len(waits) >= 4, [r.getMessage() for r in handler.buffer]
     assert all(0 <= wait <= 0.002 for wait in waits), waits  # default: up to 0.1 s and more
     assert retry_waits([r for r in caplog.records if r.name.startswith("consumer")]) == []

@@ -5,26 +5,18 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+from logging.handlers import BufferingHandler
 
 import pytest
 
 from consumer._logging import RoutedLogger, log_to, routed_logger
 
 
-class ListHandler(logging.Handler):
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.records.append(record)
-
-
-def user_logger(name: str) -> tuple[logging.Logger, ListHandler]:
+def user_logger(name: str) -> tuple[logging.Logger, BufferingHandler]:
     logger = logging.getLogger(name)
     logger.setLevel(logging.DEBUG)
     logger.propagate = False
-    handler = ListHandler()
+    handler = BufferingHandler(capacity=1_000_000)
     logger.addHandler(handler)
     return logger, handler
 
@@ -56,13 +48,13 @@ def test_a_bound_logger_gets_the_records_naming_their_caller(
             log.exception("failed")
 
     contextvars.Context().run(in_context)
-    assert [(r.levelno, r.getMessage()) for r in handler.records] == [
+    assert [(r.levelno, r.getMessage()) for r in handler.buffer] == [
         (logging.DEBUG, "debug 1"),
         (logging.ERROR, "failed"),
     ]
-    assert {r.funcName for r in handler.records} == {"in_context"}
-    assert {r.pathname for r in handler.records} == {__file__}
-    assert handler.records[1].exc_info is not None
+    assert {r.funcName for r in handler.buffer} == {"in_context"}
+    assert {r.pathname for r in handler.buffer} == {__file__}
+    assert handler.buffer[1].exc_info is not None
     assert caplog.records == []  # nothing reached the module logger
 
 
@@ -78,7 +70,7 @@ def test_the_bound_loggers_level_decides() -> None:
         return log.isEnabledFor(logging.INFO)
 
     assert contextvars.Context().run(in_context) is False
-    assert [r.getMessage() for r in handler.records] == ["kept"]
+    assert [r.getMessage() for r in handler.buffer] == ["kept"]
 
 
 def test_threads_keep_their_own_logger_apart() -> None:
@@ -94,7 +86,7 @@ def test_threads_keep_their_own_logger_apart() -> None:
         thread.start()
     for thread in threads:
         thread.join()
-    assert [[r.getMessage() for r in handler.records] for _, handler in loggers] == [
+    assert [[r.getMessage() for r in handler.buffer] for _, handler in loggers] == [
         ["from thread 0"],
         ["from thread 1"],
     ]
@@ -110,6 +102,6 @@ def test_a_logger_adapter_is_accepted() -> None:
         log.warning("through an adapter")
 
     contextvars.Context().run(in_context)
-    assert [(r.getMessage(), getattr(r, "tag", None)) for r in handler.records] == [
+    assert [(r.getMessage(), getattr(r, "tag", None)) for r in handler.buffer] == [
         ("through an adapter", "x")
     ]
