@@ -41,8 +41,8 @@ class ErrorCode(enum.IntEnum):
     """The Kafka error codes the member core acts on, under their upper-case Kafka names.
 
     Codes and names are kio's (``kio.schema.errors.ErrorCode``, whose names are lower case): each
-    value is the kio member, each name its kio name in upper case (a test checks both). Every other
-    code is named by :func:`error_name`, from kio too.
+    value is read from the kio member, each name is its kio name in upper case (a test checks
+    both). Every other code is named by :func:`error_name`, from kio too.
     """
 
     NONE = _KioErrorCode.none
