@@ -18,10 +18,9 @@ beginning/end) offsets. Using the real id keeps group ACLs valid for that FindCo
 from __future__ import annotations
 
 import difflib
-import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Literal, cast
+from dataclasses import dataclass, fields
+from typing import Any, Literal, cast
 
 from consumer._config.spec import (
     CLASSIC_ONLY,
@@ -32,6 +31,8 @@ from consumer._config.spec import (
     KeySpec,
     Owner,
     accepted_keys,
+    is_secret_key,
+    spec_default,
 )
 from consumer._config.types import BrokerAddress, DataPlaneSettings, Secret
 from consumer._config.values import (
@@ -41,6 +42,8 @@ from consumer._config.values import (
     describe_allowed,
     show_value,
 )
+from consumer._logging import AnyLogger
+from consumer.errors import ConsumerError
 
 __all__ = [
     "BrokerAddress",
@@ -56,29 +59,45 @@ SecurityProtocol = Literal["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"]
 SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 OffsetReset = Literal["earliest", "latest", "error"]
 IsolationLevel = Literal["read_committed", "read_uncommitted"]
-AnyLogger = logging.Logger | logging.LoggerAdapter[logging.Logger]
+EndpointIdentification = Literal["https", "none"]
 Callback = Callable[..., object]
 
 _DOCS = "docs/reference/configuration.md"
+#: Dataclass field name -> configuration key (``SecurityConfig.protocol`` is the one exception).
+_FIELD_KEYS: dict[str, str] = {key.replace(".", "_"): key for key in SPECS} | {
+    "protocol": "security.protocol"
+}
 
 
-class ConfigError(ValueError):
+class ConfigError(ConsumerError, ValueError):
     """A configuration key or value is not accepted. The message names the key, shows the given
-    value (``'***'`` for secrets) and says what is allowed."""
+    value (``'***'`` for secrets) and says what is allowed.
+
+    A :class:`~consumer.errors.ConsumerError` (the root of this package's exceptions) and, as
+    confluent-kafka's configuration errors are, a ``ValueError``.
+    """
 
 
 @dataclass(frozen=True)
 class SecurityConfig:
     """How to authenticate and encrypt; used by the member's connections and forwarded to the
-    data plane. Passwords are ``Secret`` objects: call ``reveal()`` where they are needed."""
+    data plane. Passwords are ``Secret`` objects: call ``reveal()`` where they are needed.
 
-    protocol: SecurityProtocol = "plaintext"
+    Field names are the dotted keys with ``_`` for ``.`` (``protocol`` is ``security.protocol``);
+    the defaults are the key table's (``consumer._config.spec``).
+    """
+
+    protocol: SecurityProtocol = cast(SecurityProtocol, spec_default("security.protocol", str))
     ssl_ca_location: str | None = None
     ssl_certificate_location: str | None = None
     ssl_key_location: str | None = None
     ssl_key_password: Secret | None = None
-    ssl_endpoint_identification_algorithm: Literal["https", "none"] = "https"
-    enable_ssl_certificate_verification: bool = True
+    ssl_endpoint_identification_algorithm: EndpointIdentification = cast(
+        EndpointIdentification, spec_default("ssl.endpoint.identification.algorithm", str)
+    )
+    enable_ssl_certificate_verification: bool = spec_default(
+        "enable.ssl.certificate.verification", bool
+    )
     sasl_mechanism: SaslMechanism | None = None
     sasl_username: str | None = None
     sasl_password: Secret | None = None
@@ -98,29 +117,34 @@ class SecurityConfig:
 class ConsumerConfig:
     """The validated configuration. Field names are the dotted keys with ``_`` for ``.``.
 
-    Build it with ``parse_config``; ``data_plane`` is the dict for the librdkafka consumer.
+    Build it with ``parse_config``; ``data_plane`` is the dict for the librdkafka consumer. The
+    defaults are the key table's (``consumer._config.spec``), read from it, never repeated.
     """
 
     bootstrap_servers: tuple[BrokerAddress, ...]
     group_id: str
     data_plane: DataPlaneSettings
-    group_protocol: Literal["consumer"] = "consumer"
+    group_protocol: Literal["consumer"] = cast(
+        Literal["consumer"], spec_default("group.protocol", str)
+    )
     group_remote_assignor: str | None = None
     group_instance_id: str | None = None
-    client_id: str = "kafka-group-member"
+    client_id: str = spec_default("client.id", str)
     client_rack: str | None = None
-    max_poll_interval_ms: int = 300_000
-    enable_auto_commit: bool = True
-    auto_commit_interval_ms: int = 5000
-    enable_auto_offset_store: bool = True
-    auto_offset_reset: OffsetReset = "latest"
-    isolation_level: IsolationLevel = "read_committed"
-    socket_timeout_ms: int = 60_000
-    socket_connection_setup_timeout_ms: int = 30_000
-    retry_backoff_ms: int = 100
-    retry_backoff_max_ms: int = 1000
-    reconnect_backoff_ms: int = 100
-    reconnect_backoff_max_ms: int = 10_000
+    max_poll_interval_ms: int = spec_default("max.poll.interval.ms", int)
+    enable_auto_commit: bool = spec_default("enable.auto.commit", bool)
+    auto_commit_interval_ms: int = spec_default("auto.commit.interval.ms", int)
+    enable_auto_offset_store: bool = spec_default("enable.auto.offset.store", bool)
+    auto_offset_reset: OffsetReset = cast(OffsetReset, spec_default("auto.offset.reset", str))
+    isolation_level: IsolationLevel = cast(IsolationLevel, spec_default("isolation.level", str))
+    socket_timeout_ms: int = spec_default("socket.timeout.ms", int)
+    socket_connection_setup_timeout_ms: int = spec_default(
+        "socket.connection.setup.timeout.ms", int
+    )
+    retry_backoff_ms: int = spec_default("retry.backoff.ms", int)
+    retry_backoff_max_ms: int = spec_default("retry.backoff.max.ms", int)
+    reconnect_backoff_ms: int = spec_default("reconnect.backoff.ms", int)
+    reconnect_backoff_max_ms: int = spec_default("reconnect.backoff.max.ms", int)
     security: SecurityConfig = SecurityConfig()
     error_cb: Callback | None = None
     on_commit: Callback | None = None
@@ -235,7 +259,7 @@ def _check_combinations(typed: Mapping[str, object]) -> None:
             f"Invalid value {_effective(typed, 'fetch.max.bytes')} for 'fetch.max.bytes': "
             f"expected at least 'message.max.bytes' ({_effective(typed, 'message.max.bytes')})."
         )
-    protocol = typed.get("security.protocol", "plaintext")
+    protocol = typed.get("security.protocol", SPECS["security.protocol"].default)
     if protocol in ("sasl_plaintext", "sasl_ssl"):
         for needed in ("sasl.mechanism", "sasl.username", "sasl.password"):
             if needed not in typed:
@@ -251,55 +275,16 @@ def _check_combinations(typed: Mapping[str, object]) -> None:
 
 
 def _build(typed: Mapping[str, object], raw: Mapping[str, object]) -> ConsumerConfig:
-    def get(key: str) -> object:
-        return typed.get(key, SPECS[key].default)
+    """The dataclasses from the checked values; a field takes its key's value or its default."""
 
-    def secret(key: str) -> Secret | None:
-        value = typed.get(key)
-        return None if value is None else Secret(cast(str, value))
+    def value(field_name: str) -> Any:
+        key = _FIELD_KEYS[field_name]
+        checked = typed.get(key, SPECS[key].default)
+        return Secret(cast(str, checked)) if checked is not None and is_secret_key(key) else checked
 
-    security = SecurityConfig(
-        protocol=cast(SecurityProtocol, get("security.protocol")),
-        ssl_ca_location=cast("str | None", get("ssl.ca.location")),
-        ssl_certificate_location=cast("str | None", get("ssl.certificate.location")),
-        ssl_key_location=cast("str | None", get("ssl.key.location")),
-        ssl_key_password=secret("ssl.key.password"),
-        ssl_endpoint_identification_algorithm=cast(
-            Literal["https", "none"], get("ssl.endpoint.identification.algorithm")
-        ),
-        enable_ssl_certificate_verification=cast(bool, get("enable.ssl.certificate.verification")),
-        sasl_mechanism=cast("SaslMechanism | None", get("sasl.mechanism")),
-        sasl_username=cast("str | None", get("sasl.username")),
-        sasl_password=secret("sasl.password"),
-    )
-    return ConsumerConfig(
-        bootstrap_servers=cast("tuple[BrokerAddress, ...]", get("bootstrap.servers")),
-        group_id=cast(str, get("group.id")),
-        data_plane=_data_plane(typed, raw),
-        group_remote_assignor=cast("str | None", get("group.remote.assignor")),
-        group_instance_id=cast("str | None", get("group.instance.id")),
-        client_id=cast(str, get("client.id")),
-        client_rack=cast("str | None", get("client.rack")),
-        max_poll_interval_ms=cast(int, get("max.poll.interval.ms")),
-        enable_auto_commit=cast(bool, get("enable.auto.commit")),
-        auto_commit_interval_ms=cast(int, get("auto.commit.interval.ms")),
-        enable_auto_offset_store=cast(bool, get("enable.auto.offset.store")),
-        auto_offset_reset=cast(OffsetReset, get("auto.offset.reset")),
-        isolation_level=cast(IsolationLevel, get("isolation.level")),
-        socket_timeout_ms=cast(int, get("socket.timeout.ms")),
-        socket_connection_setup_timeout_ms=cast(int, get("socket.connection.setup.timeout.ms")),
-        retry_backoff_ms=cast(int, get("retry.backoff.ms")),
-        retry_backoff_max_ms=cast(int, get("retry.backoff.max.ms")),
-        reconnect_backoff_ms=cast(int, get("reconnect.backoff.ms")),
-        reconnect_backoff_max_ms=cast(int, get("reconnect.backoff.max.ms")),
-        security=security,
-        error_cb=cast("Callback | None", get("error_cb")),
-        on_commit=cast("Callback | None", get("on_commit")),
-        on_state_change=cast("Callback | None", get("on_state_change")),
-        stats_cb=cast("Callback | None", get("stats_cb")),
-        throttle_cb=cast("Callback | None", get("throttle_cb")),
-        logger=cast("AnyLogger | None", get("logger")),
-    )
+    security = SecurityConfig(**{f.name: value(f.name) for f in fields(SecurityConfig)})
+    settings = {f.name: value(f.name) for f in fields(ConsumerConfig) if f.name in _FIELD_KEYS}
+    return ConsumerConfig(data_plane=_data_plane(typed, raw), security=security, **settings)
 
 
 def _data_plane(typed: Mapping[str, object], raw: Mapping[str, object]) -> DataPlaneSettings:

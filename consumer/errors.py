@@ -10,6 +10,11 @@ Everything derives from :class:`ConsumerError`. Two branches hang below it:
   class, reachable through :data:`ERROR_CLASSES` and :func:`error_for_code`.
 * client-side failures: :class:`KafkaConnectionError`, :class:`KafkaTimeoutError`,
   :class:`ProtocolError` and :class:`UnsupportedBrokerError`.
+
+Two more branches live next to the code that raises them: :class:`consumer.config.ConfigError`
+(also a ``ValueError``) and :class:`consumer.member.errors.MemberError` (misuse of the member
+core). This module imports only the standard library and kio, so every layer may import it.
+Code names come from kio alone (:func:`kafka_error_name`).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ import importlib.util
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from kio.schema.errors import ErrorCode
 
@@ -65,6 +70,7 @@ __all__ = [
     "UnsupportedVersionError",
     "error_for_code",
     "error_or_none",
+    "kafka_error_name",
 ]
 
 
@@ -114,6 +120,17 @@ class KafkaError(ConsumerError):
     hint: ClassVar[str] = ""
     """What a user can do about the error; appended to the message."""
 
+    def __init_subclass__(
+        cls, *, code: ErrorCode | None = None, hint: str | None = None, **kwargs: Any
+    ) -> None:
+        """``class X(KafkaError, code=ErrorCode.x)`` makes ``X`` the class of code ``x``; its
+        hint is ``hint`` or else its docstring (on one line)."""
+        super().__init_subclass__(**kwargs)
+        if code is not None:
+            cls.error_code = code
+            cls.hint = " ".join((cls.__doc__ or "").split()) if hint is None else hint
+            _CLASS_OF_CODE.setdefault(code, cls)
+
     code: int
     name: str
     retriable: bool
@@ -128,7 +145,7 @@ class KafkaError(ConsumerError):
             code = int(kio_code)
         self.code = code
         known = _known_code(code)
-        self.name = known.name.upper() if known is not None else f"UNKNOWN_ERROR_CODE_{code}"
+        self.name = kafka_error_name(code) or f"UNKNOWN_ERROR_CODE_{code}"
         self.retriable = known.retriable if known is not None else False
         self.broker_message = broker_message
         self.message = self._render(known)
@@ -163,6 +180,17 @@ def _known_code(code: int) -> ErrorCode | None:
         return None
 
 
+def kafka_error_name(code: int) -> str | None:
+    """The upper-case Kafka name of ``code`` (kio's name, e.g. ``FENCED_MEMBER_EPOCH``), or None
+    for a code kio does not know. The one place codes get their names."""
+    known = _known_code(code)
+    return None if known is None else known.name.upper()
+
+
+#: The class of each code, filled by ``KafkaError.__init_subclass__`` (named classes first).
+_CLASS_OF_CODE: dict[ErrorCode, type[KafkaError]] = {}
+
+
 class RetriableError(KafkaError):
     """A transient broker error: the same request may succeed if sent again after a backoff."""
 
@@ -186,176 +214,116 @@ class AuthorizationError(KafkaError):
     """The principal is not allowed to perform the operation (check the broker's ACLs)."""
 
 
-# Named classes for the codes this project acts on ------------------------------------------
+# Named classes for the codes this project acts on (each docstring is its hint) ------------
 
 
-class NotCoordinatorError(CoordinatorError):
-    error_code = ErrorCode.not_coordinator
-    hint = "Look up the group coordinator again and retry there."
+class NotCoordinatorError(CoordinatorError, code=ErrorCode.not_coordinator):
+    """Look up the group coordinator again and retry there."""
 
 
-class CoordinatorNotAvailableError(CoordinatorError):
-    error_code = ErrorCode.coordinator_not_available
-    hint = "Look up the group coordinator again and retry after a backoff."
+class CoordinatorNotAvailableError(CoordinatorError, code=ErrorCode.coordinator_not_available):
+    """Look up the group coordinator again and retry after a backoff."""
 
 
-class CoordinatorLoadInProgressError(CoordinatorError):
-    error_code = ErrorCode.coordinator_load_in_progress
-    hint = "The coordinator is loading the group; retry after a backoff."
+class CoordinatorLoadInProgressError(CoordinatorError, code=ErrorCode.coordinator_load_in_progress):
+    """The coordinator is loading the group; retry after a backoff."""
 
 
-class RequestTimedOutError(RetriableError):
-    error_code = ErrorCode.request_timed_out
-    hint = "Retry after a backoff."
+class RequestTimedOutError(RetriableError, code=ErrorCode.request_timed_out):
+    """Retry after a backoff."""
 
 
-class NetworkExceptionError(RetriableError):
-    error_code = ErrorCode.network_exception
-    hint = "Retry after a backoff."
+class NetworkExceptionError(RetriableError, code=ErrorCode.network_exception):
+    """Retry after a backoff."""
 
 
-class UnknownTopicOrPartitionError(RetriableError):
-    error_code = ErrorCode.unknown_topic_or_partition
-    hint = "Check the topic name; a newly created topic may take a moment to propagate."
+class UnknownTopicOrPartitionError(RetriableError, code=ErrorCode.unknown_topic_or_partition):
+    """Check the topic name; a newly created topic may take a moment to propagate."""
 
 
-class UnknownTopicIdError(RetriableError):
-    error_code = ErrorCode.unknown_topic_id
-    hint = "Refresh metadata; the topic may have been deleted or recreated."
+class UnknownTopicIdError(RetriableError, code=ErrorCode.unknown_topic_id):
+    """Refresh metadata; the topic may have been deleted or recreated."""
 
 
-class UnstableOffsetCommitError(RetriableError):
-    error_code = ErrorCode.unstable_offset_commit
-    hint = "A transactional commit is pending; retry the offset fetch after a backoff."
+class UnstableOffsetCommitError(RetriableError, code=ErrorCode.unstable_offset_commit):
+    """A transactional commit is pending; retry the offset fetch after a backoff."""
 
 
-class FencedMemberEpochError(MemberFencedError):
-    error_code = ErrorCode.fenced_member_epoch
-    hint = "Rejoin with epoch 0 and the same member id."
+class FencedMemberEpochError(MemberFencedError, code=ErrorCode.fenced_member_epoch):
+    """Rejoin with epoch 0 and the same member id."""
 
 
-class UnknownMemberIdError(MemberFencedError):
-    error_code = ErrorCode.unknown_member_id
-    hint = "The member must release its partitions as lost and rejoin with epoch 0."
+class UnknownMemberIdError(MemberFencedError, code=ErrorCode.unknown_member_id):
+    """The member must release its partitions as lost and rejoin with epoch 0."""
 
 
-class StaleMemberEpochError(KafkaError):
-    error_code = ErrorCode.stale_member_epoch
-    hint = (
-        "The member epoch used for the commit or fetch is not current; retry with the newest epoch."
-    )
+class StaleMemberEpochError(KafkaError, code=ErrorCode.stale_member_epoch):
+    """The member epoch used for the commit or fetch is not current; retry with the newest epoch."""
 
 
-class IllegalGenerationError(KafkaError):
-    error_code = ErrorCode.illegal_generation
-    hint = "The generation or epoch used is not current; rejoin the group."
+class IllegalGenerationError(KafkaError, code=ErrorCode.illegal_generation):
+    """The generation or epoch used is not current; rejoin the group."""
 
 
-class RebalanceInProgressError(KafkaError):
-    error_code = ErrorCode.rebalance_in_progress
-    hint = "The group is rebalancing; retry once the member has its new assignment."
+class RebalanceInProgressError(KafkaError, code=ErrorCode.rebalance_in_progress):
+    """The group is rebalancing; retry once the member has its new assignment."""
 
 
-class GroupMaxSizeReachedError(FatalGroupError):
-    error_code = ErrorCode.group_max_size_reached
-    hint = "The group is full; raise group.consumer.max.size on the broker or use fewer members."
+class GroupMaxSizeReachedError(FatalGroupError, code=ErrorCode.group_max_size_reached):
+    """The group is full; raise group.consumer.max.size on the broker or use fewer members."""
 
 
-class UnreleasedInstanceIdError(FatalGroupError):
-    error_code = ErrorCode.unreleased_instance_id
-    hint = (
-        "The static member with this group.instance.id has not left yet; wait or pick another id."
-    )
+class UnreleasedInstanceIdError(FatalGroupError, code=ErrorCode.unreleased_instance_id):
+    """The static member with this group.instance.id has not left yet; wait or pick another id."""
 
 
-class FencedInstanceIdError(FatalGroupError):
-    error_code = ErrorCode.fenced_instance_id
-    hint = "Another process joined with the same group.instance.id; give each member its own id."
+class FencedInstanceIdError(FatalGroupError, code=ErrorCode.fenced_instance_id):
+    """Another process joined with the same group.instance.id; give each member its own id."""
 
 
-class UnsupportedAssignorError(FatalGroupError):
-    error_code = ErrorCode.unsupported_assignor
-    hint = "Set group.remote.assignor to one listed in the broker's group.consumer.assignors."
+class UnsupportedAssignorError(FatalGroupError, code=ErrorCode.unsupported_assignor):
+    """Set group.remote.assignor to one listed in the broker's group.consumer.assignors."""
 
 
-class InvalidRegularExpressionError(FatalGroupError):
-    error_code = ErrorCode.invalid_regular_expression
-    hint = "Fix the subscription pattern; the broker evaluates it with RE2/J syntax."
+class InvalidRegularExpressionError(FatalGroupError, code=ErrorCode.invalid_regular_expression):
+    """Fix the subscription pattern; the broker evaluates it with RE2/J syntax."""
 
 
-class GroupIdNotFoundError(FatalGroupError):
-    error_code = ErrorCode.group_id_not_found
-    hint = "The group does not exist (any more) on the coordinator."
+class GroupIdNotFoundError(FatalGroupError, code=ErrorCode.group_id_not_found):
+    """The group does not exist (any more) on the coordinator."""
 
 
-class InvalidGroupIdError(FatalGroupError):
-    error_code = ErrorCode.invalid_group_id
-    hint = "Use a non-empty group.id."
+class InvalidGroupIdError(FatalGroupError, code=ErrorCode.invalid_group_id):
+    """Use a non-empty group.id."""
 
 
-class InvalidRequestError(FatalGroupError):
-    error_code = ErrorCode.invalid_request
-    hint = "The broker rejected the request as malformed; this is likely a bug in this client."
+class InvalidRequestError(FatalGroupError, code=ErrorCode.invalid_request):
+    """The broker rejected the request as malformed; this is likely a bug in this client."""
 
 
-class UnsupportedVersionError(FatalGroupError):
-    error_code = ErrorCode.unsupported_version
-    hint = (
-        "The broker does not support this request version; the consumer group protocol needs "
-        "Apache Kafka 4.0+ (use group.protocol=classic for older clusters)."
-    )
+class UnsupportedVersionError(FatalGroupError, code=ErrorCode.unsupported_version):
+    """The broker does not support this request version; the consumer group protocol needs Apache
+    Kafka 4.0+ (use group.protocol=classic for older clusters).
+    """
 
 
-class OffsetMetadataTooLargeError(KafkaError):
-    error_code = ErrorCode.offset_metadata_too_large
-    hint = "Shorten the commit metadata string (broker offset.metadata.max.bytes)."
+class OffsetMetadataTooLargeError(KafkaError, code=ErrorCode.offset_metadata_too_large):
+    """Shorten the commit metadata string (broker offset.metadata.max.bytes)."""
 
 
-class UnknownServerError(KafkaError):
-    error_code = ErrorCode.unknown_server_error
-    hint = "Check the broker logs."
+class UnknownServerError(KafkaError, code=ErrorCode.unknown_server_error):
+    """Check the broker logs."""
 
 
-class GroupAuthorizationFailedError(AuthorizationError):
-    error_code = ErrorCode.group_authorization_failed
-    hint = "Grant the principal READ on the group resource."
+class GroupAuthorizationFailedError(AuthorizationError, code=ErrorCode.group_authorization_failed):
+    """Grant the principal READ on the group resource."""
 
 
-class TopicAuthorizationFailedError(AuthorizationError):
-    error_code = ErrorCode.topic_authorization_failed
-    hint = "Grant the principal DESCRIBE/READ on the subscribed topics."
+class TopicAuthorizationFailedError(AuthorizationError, code=ErrorCode.topic_authorization_failed):
+    """Grant the principal DESCRIBE/READ on the subscribed topics."""
 
 
 # Generated classes for every other code ------------------------------------------------------
-
-_NAMED_CLASSES: tuple[type[KafkaError], ...] = (
-    NotCoordinatorError,
-    CoordinatorNotAvailableError,
-    CoordinatorLoadInProgressError,
-    RequestTimedOutError,
-    NetworkExceptionError,
-    UnknownTopicOrPartitionError,
-    UnknownTopicIdError,
-    UnstableOffsetCommitError,
-    FencedMemberEpochError,
-    UnknownMemberIdError,
-    StaleMemberEpochError,
-    IllegalGenerationError,
-    RebalanceInProgressError,
-    GroupMaxSizeReachedError,
-    UnreleasedInstanceIdError,
-    FencedInstanceIdError,
-    UnsupportedAssignorError,
-    InvalidRegularExpressionError,
-    GroupIdNotFoundError,
-    InvalidGroupIdError,
-    InvalidRequestError,
-    UnsupportedVersionError,
-    OffsetMetadataTooLargeError,
-    UnknownServerError,
-    GroupAuthorizationFailedError,
-    TopicAuthorizationFailedError,
-)
 
 
 def _class_name_for(code: ErrorCode) -> str:
@@ -371,22 +339,17 @@ def _family_for(code: ErrorCode) -> type[KafkaError]:
 
 def _generated_class(code: ErrorCode) -> type[KafkaError]:
     namespace: dict[str, object] = {
-        "error_code": code,
         "__module__": __name__,
         "__doc__": f"Kafka error {code.name.upper()} ({int(code)}).",
     }
-    return type(_class_name_for(code), (_family_for(code),), namespace)
+    return type(_class_name_for(code), (_family_for(code),), namespace, code=code, hint="")
 
 
 def _build_registry() -> Mapping[ErrorCode, type[KafkaError]]:
-    registry: dict[ErrorCode, type[KafkaError]] = {}
-    for cls in _NAMED_CLASSES:
-        assert cls.error_code is not None
-        registry[cls.error_code] = cls
     for code in ErrorCode:
-        if code is not ErrorCode.none and code not in registry:
-            registry[code] = _generated_class(code)
-    return MappingProxyType(registry)
+        if code is not ErrorCode.none and code not in _CLASS_OF_CODE:
+            _generated_class(code)
+    return MappingProxyType(dict(_CLASS_OF_CODE))
 
 
 ERROR_CLASSES: Mapping[ErrorCode, type[KafkaError]] = _build_registry()

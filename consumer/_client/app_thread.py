@@ -23,6 +23,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.dataplane import DataPlane
 from consumer._client.errors import ConsumerKafkaException, kafka_exception
+from consumer._logging import AnyLogger
 from consumer._runtime.background import AppEvent, RuntimeFailed, StateChanged, ToAppEvent
 from consumer.member import (
     ApplyAssignment,
@@ -55,6 +56,7 @@ class Callbacks:
     on_lost: RebalanceCallback | None = None
     error_cb: Callable[..., object] | None = None
     on_state_change: Callable[..., object] | None = None
+    logger: AnyLogger | None = None  # the ``logger`` key, for errors nobody else receives
 
 
 @dataclass
@@ -295,4 +297,4 @@ class AppThreadServer:
         if self.callbacks.error_cb is not None:
             self._guarded(self.callbacks.error_cb, KafkaError(code, message))
         else:
-            _log.warning("consumer group error: %s", message)
+            (self.callbacks.logger or _log).warning("consumer group error: %s", message)

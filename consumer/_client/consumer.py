@@ -125,6 +125,7 @@ class Consumer:
             callbacks=Callbacks(
                 error_cb=self._config.error_cb,
                 on_state_change=self._config.on_state_change,
+                logger=self._config.logger,
             ),
             auto_offset_reset=self._config.auto_offset_reset,
             consumed_offsets=self._consumed_offsets,

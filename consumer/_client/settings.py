@@ -70,11 +70,15 @@ def member_config(cfg: ConsumerConfig) -> MemberConfig:
 
 
 def cluster_settings(cfg: ConsumerConfig) -> ClusterSettings:
-    """How the background runtime reaches the cluster, from the consumer configuration."""
+    """How the background runtime reaches the cluster and where it logs, from the consumer
+    configuration."""
     return ClusterSettings(
         bootstrap_servers=",".join(str(address) for address in cfg.bootstrap_servers),
         client_id=cfg.client_id,
         connect_timeout_ms=cfg.socket_connection_setup_timeout_ms,
         request_timeout_ms=cfg.socket_timeout_ms,
         security=cfg.security,
+        reconnect_backoff_ms=cfg.reconnect_backoff_ms,
+        reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
+        logger=cfg.logger,
     )

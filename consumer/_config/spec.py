@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import TypeVar
 
 
 class Kind(enum.Enum):
@@ -115,8 +116,8 @@ _MEMBER_SPECS: tuple[KeySpec, ...] = (
     _int("socket.connection.setup.timeout.ms", B, 1000, INT32_MAX, 30_000),
     _int("retry.backoff.ms", B, 1, 300_000, 100),
     _int("retry.backoff.max.ms", B, 1, 300_000, 1000, "Below `retry.backoff.ms` it caps the backoff at itself (librdkafka warns, Java is silent)."),  # noqa: E501
-    _int("reconnect.backoff.ms", B, 0, 3_600_000, 100),
-    _int("reconnect.backoff.max.ms", B, 0, 3_600_000, 10_000, "Must be >= `reconnect.backoff.ms` (librdkafka refuses otherwise)."),  # noqa: E501
+    _int("reconnect.backoff.ms", B, 0, 3_600_000, 100, "The member waits up to this (with jitter), doubling per failed attempt, between its attempts to connect to a broker."),  # noqa: E501
+    _int("reconnect.backoff.max.ms", B, 0, 3_600_000, 10_000, "Caps that wait. Must be >= `reconnect.backoff.ms` (librdkafka refuses otherwise)."),  # noqa: E501
     _enum("security.protocol", B, ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl"), "plaintext"),
     _str("ssl.ca.location", B),
     _str("ssl.certificate.location", B),
@@ -128,7 +129,7 @@ _MEMBER_SPECS: tuple[KeySpec, ...] = (
     _str("sasl.username", B, note="Required with `sasl_*`."),
     _str("sasl.password", B, note="Required with `sasl_*`. Secret: shown as `***`."),
     _cb("error_cb", B, "Called with a `KafkaError` for member and data-plane errors."),
-    KeySpec("logger", Kind.LOGGER, B, note="A `logging.Logger` (or `LoggerAdapter`) for member and data-plane logs."),  # noqa: E501
+    KeySpec("logger", Kind.LOGGER, B, note="A `logging.Logger` (or `LoggerAdapter`) for member and data-plane logs: the member's own records (background loop, connections, retries, unreported group errors) go to it instead of the `consumer.*` loggers."),  # noqa: E501
     _cb("on_commit", M, "`on_commit(err, partitions)` after each commit, as in confluent-kafka."),
     _cb("on_state_change", M, "Extra (not in confluent-kafka): `on_state_change(previous, current)` with member state names."),  # noqa: E501
 )  # fmt: skip
@@ -276,6 +277,21 @@ for _name in (
 # rd_kafka_conf_properties_show) plus those confluent-kafka handles in Python (a test checks the
 # librdkafka list is covered). A key outside this set is a typo and gets close-match suggestions.
 KNOWN_KEYS: frozenset[str] = frozenset(SPECS) | set(KEY_ALIASES) | set(CLASSIC_ONLY) | set(REFUSED)
+
+
+_T = TypeVar("_T")
+
+
+def spec_default(key: str, kind: type[_T]) -> _T:
+    """The table's default of ``key``, checked to be a ``kind``.
+
+    The table is the one place a default is written: the configuration dataclasses, the member
+    core's ``MemberConfig`` and the runtime's connection settings read theirs from here.
+    """
+    value = SPECS[key].default
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise TypeError(f"the default of {key!r} is {value!r}, not a {kind.__name__}")
+    return value
 
 
 def accepted_keys() -> tuple[str, ...]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import random
 import threading
 import time
@@ -21,8 +20,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._config.spec import spec_default
+from consumer._logging import AnyLogger, log_to, routed_logger
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.group_requests import Answer, GroupRequests
+from consumer._runtime.retry import reconnect_policy
 from consumer._runtime.security import SecuritySettings
 from consumer.errors import KafkaConnectionError, error_for_code
 from consumer.member import (
@@ -43,7 +45,7 @@ from consumer.member import (
 from consumer.member import Command as MemberCommand
 from consumer.member.states import IN_GROUP_STATES
 
-_log = logging.getLogger("consumer.runtime")
+_log = routed_logger("consumer.runtime")
 STALE_MEMBER_EPOCH = 113
 #: Lower bound of a heartbeat's answer timeout (see BackgroundRuntime._heartbeat_timeout_ms).
 _MIN_HEARTBEAT_TIMEOUT_MS = 3_000
@@ -82,13 +84,16 @@ ToAppEvent = MemberCommand | StateChanged | RuntimeFailed
 
 @dataclass(frozen=True, slots=True)
 class ClusterSettings:
-    """How the runtime reaches the cluster."""
+    """How the runtime reaches the cluster, and where it logs (defaults: the key table's)."""
 
     bootstrap_servers: str
     client_id: str
-    connect_timeout_ms: int = 10_000
-    request_timeout_ms: int = 30_000
+    connect_timeout_ms: int = spec_default("socket.connection.setup.timeout.ms", int)
+    request_timeout_ms: int = spec_default("socket.timeout.ms", int)
     security: SecuritySettings | None = None  # TLS/SASL of the member's connections
+    reconnect_backoff_ms: int = spec_default("reconnect.backoff.ms", int)
+    reconnect_backoff_max_ms: int = spec_default("reconnect.backoff.max.ms", int)
+    logger: AnyLogger | None = None  # the ``logger`` key: None = the module loggers
 
 
 class BackgroundRuntime:
@@ -170,7 +175,7 @@ class BackgroundRuntime:
         self, partitions: tuple[TopicPartition, ...], timeout_s: float
     ) -> list[int]:
         deadline_ms = self._clock_ms() + int(timeout_s * 1000)
-        backoff_s = 0.1
+        backoff_s = self._member.config.retry_backoff_ms / 1000
         while True:
             answer = await self._requests.fetch_committed(
                 FetchCommittedOffsets(
@@ -194,7 +199,7 @@ class BackgroundRuntime:
             if not retry or self._clock_ms() + backoff_s * 1000 > deadline_ms:
                 raise error
             await asyncio.sleep(backoff_s)  # backoff before the retry
-            backoff_s = min(1.0, backoff_s * 2)
+            backoff_s = min(self._member.config.retry_backoff_max_ms / 1000, backoff_s * 2)
 
     def stop(self, timeout_s: float) -> None:
         """Ask the loop to stop and wait for the thread to end (at most ``timeout_s``)."""
@@ -206,6 +211,7 @@ class BackgroundRuntime:
     # --- the thread ---------------------------------------------------------------------------
 
     def _thread_main(self) -> None:
+        log_to(self._cluster_settings.logger)  # this thread's context; the loop's tasks inherit it
         try:
             asyncio.run(self._main())
         except BaseException as exc:  # noqa: BLE001 - reported to the application, never lost
@@ -227,6 +233,9 @@ class BackgroundRuntime:
             client_id=settings.client_id,
             connect_timeout_ms=settings.connect_timeout_ms,
             request_timeout_ms=settings.request_timeout_ms,
+            connect_retry=reconnect_policy(
+                settings.reconnect_backoff_ms, settings.reconnect_backoff_max_ms
+            ),
             security=settings.security,
         )
         requests = GroupRequests(

@@ -28,7 +28,12 @@ from consumer.errors import (
     NotCoordinatorError,
 )
 
-from .connection import DEFAULT_CLIENT_ID, BrokerConnection
+from .connection import (
+    DEFAULT_CLIENT_ID,
+    DEFAULT_CONNECT_TIMEOUT_MS,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    BrokerConnection,
+)
 from .retry import CONNECT_RETRY, LOOKUP_RETRY, RetryPolicy, call_with_retry
 from .security import ConnectionSecurity, SecuritySettings, connection_security
 
@@ -79,8 +84,8 @@ class ClusterClient:
         bootstrap_servers: str | Sequence[str],
         *,
         client_id: str = DEFAULT_CLIENT_ID,
-        connect_timeout_ms: int = 10_000,
-        request_timeout_ms: int = 30_000,
+        connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
+        request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
         connect_retry: RetryPolicy = CONNECT_RETRY,
         lookup_retry: RetryPolicy = LOOKUP_RETRY,
         required_apis: Iterable[ApiKey] = ALL_GROUP_APIS,

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Iterable
 from types import TracebackType
 from typing import Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from consumer._config.spec import spec_default
+from consumer._logging import routed_logger
 from consumer._version import __version__
 from consumer._wire import (
     ALL_GROUP_APIS,
@@ -61,11 +62,19 @@ from consumer.errors import (
 from .retry import CONNECT_RETRY, RetryPolicy, call_with_retry
 from .security import ConnectionSecurity, SecuritySettings, authenticate, connection_security
 
-__all__ = ["DEFAULT_CLIENT_ID", "BrokerConnection"]
+__all__ = [
+    "DEFAULT_CLIENT_ID",
+    "DEFAULT_CONNECT_TIMEOUT_MS",
+    "DEFAULT_REQUEST_TIMEOUT_MS",
+    "BrokerConnection",
+]
 
-_log = logging.getLogger(__name__)
+_log = routed_logger(__name__)
 
-DEFAULT_CLIENT_ID: Final = "kafka-group-member"
+#: Defaults of a bare connection: the key table's (a consumer passes its configured values).
+DEFAULT_CLIENT_ID: Final = spec_default("client.id", str)
+DEFAULT_CONNECT_TIMEOUT_MS: Final = spec_default("socket.connection.setup.timeout.ms", int)
+DEFAULT_REQUEST_TIMEOUT_MS: Final = spec_default("socket.timeout.ms", int)
 _READ_CHUNK_BYTES: Final = 64 * 1024
 _MAX_CORRELATION_ID: Final = 2**31 - 1
 _CLOSE_WAIT_S: Final = 1.0
@@ -186,8 +195,8 @@ class BrokerConnection:
         *,
         client_id: str | None = DEFAULT_CLIENT_ID,
         node_id: int | None = None,
-        connect_timeout_ms: int = 10_000,
-        request_timeout_ms: int = 30_000,
+        connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
+        request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
         retry_policy: RetryPolicy = CONNECT_RETRY,
         required_apis: Iterable[ApiKey] = ALL_GROUP_APIS,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,

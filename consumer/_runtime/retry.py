@@ -6,7 +6,7 @@ are never retried at this layer: the member's request managers decide.
 
 from __future__ import annotations
 
-import logging
+import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -20,6 +20,8 @@ from tenacity import (
     wait_random_exponential,
 )
 
+from consumer._config.spec import spec_default
+from consumer._logging import routed_logger
 from consumer.errors import KafkaConnectionError, RetriableError
 
 __all__ = [
@@ -28,9 +30,10 @@ __all__ = [
     "NO_RETRY",
     "RetryPolicy",
     "call_with_retry",
+    "reconnect_policy",
 ]
 
-_log = logging.getLogger(__name__)
+_log = routed_logger(__name__)
 
 T = TypeVar("T")
 
@@ -41,13 +44,14 @@ class RetryPolicy:
 
     An attempt is retried only if it raised one of ``retry_on``, fewer than ``max_attempts``
     attempts were made, and less than ``max_elapsed_ms`` passed since the first one. The wait
-    before retry *n* is uniform in ``[0, min(max_backoff_ms, initial_backoff_ms * 2**n)]``.
+    before retry *n* is uniform in ``[0, min(max_backoff_ms, initial_backoff_ms * 2**n)]``. The
+    default backoffs are the key table's ``reconnect.backoff.ms`` and ``reconnect.backoff.max.ms``.
     """
 
     max_attempts: int = 5
     max_elapsed_ms: int = 10_000
-    initial_backoff_ms: int = 100
-    max_backoff_ms: int = 2_000
+    initial_backoff_ms: int = spec_default("reconnect.backoff.ms", int)
+    max_backoff_ms: int = spec_default("reconnect.backoff.max.ms", int)
     retry_on: tuple[type[BaseException], ...] = (KafkaConnectionError,)
 
     def __post_init__(self) -> None:
@@ -71,11 +75,13 @@ class RetryPolicy:
 
 
 CONNECT_RETRY = RetryPolicy()
-"""Connecting to a broker: retry unreachable / refused / closed, up to 5 attempts or 10 s."""
+"""Connecting to a broker: retry unreachable / refused / closed, up to 5 attempts or 10 s, with
+the default reconnect backoff (a consumer uses :func:`reconnect_policy` with its own)."""
 
 LOOKUP_RETRY = RetryPolicy(
     max_attempts=10,
     max_elapsed_ms=15_000,
+    max_backoff_ms=2_000,
     retry_on=(KafkaConnectionError, RetriableError),
 )
 """Coordinator lookup: also retry retriable broker errors (e.g. COORDINATOR_NOT_AVAILABLE while
@@ -83,6 +89,14 @@ the offsets topic is being created on a fresh cluster)."""
 
 NO_RETRY = RetryPolicy(max_attempts=1)
 """A single attempt."""
+
+
+def reconnect_policy(backoff_ms: int, backoff_max_ms: int) -> RetryPolicy:
+    """:data:`CONNECT_RETRY` with a consumer's ``reconnect.backoff.ms`` (the first wait, doubling
+    per failed attempt) and ``reconnect.backoff.max.ms`` (the cap), as librdkafka uses them."""
+    return dataclasses.replace(
+        CONNECT_RETRY, initial_backoff_ms=backoff_ms, max_backoff_ms=backoff_max_ms
+    )
 
 
 def _log_retry(state: RetryCallState) -> None:

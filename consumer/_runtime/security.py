@@ -47,6 +47,7 @@ from kio.schema.sasl_authenticate.v2 import (
 from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest, SaslHandshakeResponse
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from consumer._config.spec import spec_default
 from consumer._config.types import Secret
 from consumer._runtime.sasl_mechanisms import (
     SUPPORTED_MECHANISMS,
@@ -134,7 +135,7 @@ class ConnectionSecurity:
         sasl: the credentials to authenticate with after connecting (None: no SASL).
     """
 
-    protocol: str = "plaintext"
+    protocol: str = spec_default("security.protocol", str)
     ssl_context: ssl.SSLContext | None = field(default=None, compare=False)
     sasl: SaslCredentials | None = None
 

@@ -4,12 +4,17 @@
 travel as :class:`~consumer.member.commands.ReportError` commands; these exceptions are for misuse
 of the core by its caller (an input that makes no sense) and for calls on a member that is already
 fatally failed.
+
+They hang below :class:`~consumer.errors.ConsumerError`, the root of every exception of this
+package (``consumer.errors`` imports nothing but the standard library and kio).
 """
 
 from __future__ import annotations
 
+from consumer.errors import ConsumerError
 
-class MemberError(Exception):
+
+class MemberError(ConsumerError):
     """Base class of every error raised by :mod:`consumer.member`."""
 
 

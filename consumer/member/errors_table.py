@@ -32,42 +32,49 @@ from __future__ import annotations
 
 import enum
 
+from kio.schema.errors import ErrorCode as _KioErrorCode
+
+from consumer.errors import kafka_error_name
+
 
 class ErrorCode(enum.IntEnum):
-    """The Kafka protocol error codes the member core knows by name."""
+    """The Kafka error codes the member core acts on, under their upper-case Kafka names.
 
-    NONE = 0
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    REQUEST_TIMED_OUT = 7
-    NETWORK_EXCEPTION = 13
-    COORDINATOR_LOAD_IN_PROGRESS = 14
-    COORDINATOR_NOT_AVAILABLE = 15
-    NOT_COORDINATOR = 16
-    ILLEGAL_GENERATION = 22
-    UNKNOWN_MEMBER_ID = 25
-    REBALANCE_IN_PROGRESS = 27
-    TOPIC_AUTHORIZATION_FAILED = 29
-    GROUP_AUTHORIZATION_FAILED = 30
-    UNSUPPORTED_VERSION = 35
-    INVALID_REQUEST = 42
-    GROUP_ID_NOT_FOUND = 69
-    GROUP_MAX_SIZE_REACHED = 81
-    FENCED_INSTANCE_ID = 82
-    UNSTABLE_OFFSET_COMMIT = 88
-    UNKNOWN_TOPIC_ID = 100
-    FENCED_MEMBER_EPOCH = 110
-    UNRELEASED_INSTANCE_ID = 111
-    UNSUPPORTED_ASSIGNOR = 112
-    STALE_MEMBER_EPOCH = 113
-    INVALID_REGULAR_EXPRESSION = 128
+    Codes and names are kio's (``kio.schema.errors.ErrorCode``, whose names are lower case): each
+    value is read from the kio member, each name is its kio name in upper case (a test checks
+    both). Every other code is named by :func:`error_name`, from kio too.
+    """
+
+    NONE = _KioErrorCode.none
+    UNKNOWN_TOPIC_OR_PARTITION = _KioErrorCode.unknown_topic_or_partition
+    REQUEST_TIMED_OUT = _KioErrorCode.request_timed_out
+    NETWORK_EXCEPTION = _KioErrorCode.network_exception
+    COORDINATOR_LOAD_IN_PROGRESS = _KioErrorCode.coordinator_load_in_progress
+    COORDINATOR_NOT_AVAILABLE = _KioErrorCode.coordinator_not_available
+    NOT_COORDINATOR = _KioErrorCode.not_coordinator
+    ILLEGAL_GENERATION = _KioErrorCode.illegal_generation
+    UNKNOWN_MEMBER_ID = _KioErrorCode.unknown_member_id
+    REBALANCE_IN_PROGRESS = _KioErrorCode.rebalance_in_progress
+    TOPIC_AUTHORIZATION_FAILED = _KioErrorCode.topic_authorization_failed
+    GROUP_AUTHORIZATION_FAILED = _KioErrorCode.group_authorization_failed
+    UNSUPPORTED_VERSION = _KioErrorCode.unsupported_version
+    INVALID_REQUEST = _KioErrorCode.invalid_request
+    GROUP_ID_NOT_FOUND = _KioErrorCode.group_id_not_found
+    GROUP_MAX_SIZE_REACHED = _KioErrorCode.group_max_size_reached
+    FENCED_INSTANCE_ID = _KioErrorCode.fenced_instance_id
+    UNSTABLE_OFFSET_COMMIT = _KioErrorCode.unstable_offset_commit
+    UNKNOWN_TOPIC_ID = _KioErrorCode.unknown_topic_id
+    FENCED_MEMBER_EPOCH = _KioErrorCode.fenced_member_epoch
+    UNRELEASED_INSTANCE_ID = _KioErrorCode.unreleased_instance_id
+    UNSUPPORTED_ASSIGNOR = _KioErrorCode.unsupported_assignor
+    STALE_MEMBER_EPOCH = _KioErrorCode.stale_member_epoch
+    INVALID_REGULAR_EXPRESSION = _KioErrorCode.invalid_regular_expression
 
 
 def error_name(code: int) -> str:
-    """The Kafka name of ``code``, or ``UNKNOWN_ERROR_<code>`` for codes the core does not know."""
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"UNKNOWN_ERROR_{code}"
+    """The upper-case Kafka name of ``code`` (from kio), or ``UNKNOWN_ERROR_<code>`` for codes kio
+    does not know."""
+    return kafka_error_name(code) or f"UNKNOWN_ERROR_{code}"
 
 
 class HeartbeatErrorAction(enum.Enum):

@@ -25,6 +25,7 @@ from confluent_kafka import Consumer as KafkaConsumer
 from confluent_kafka import TopicPartition
 
 from consumer import Consumer
+from consumer.errors import ConsumerError
 from consumer.spark._spec import GroupSpec, TopicPartitionKey
 
 _log = logging.getLogger("consumer.spark")
@@ -34,7 +35,7 @@ T = TypeVar("T")
 _POLL_S = 0.05
 
 
-class MemberClosedError(RuntimeError):
+class MemberClosedError(ConsumerError, RuntimeError):
     """The member host is closed (or its member thread died)."""
 
 

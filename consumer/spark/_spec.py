@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from consumer._config.spec import spec_default
+
 TopicPartitionKey = tuple[str, int]
 StartingOffsets = Literal["earliest", "latest"]
 
@@ -102,7 +104,8 @@ class GroupSpec:
     @property
     def rebalance_timeout_s(self) -> float:
         """The member's rebalance timeout (``max.poll.interval.ms``, 300 s by default)."""
-        value = dict(self.client_config).get("max.poll.interval.ms", 300_000)
+        default = spec_default("max.poll.interval.ms", int)
+        value = dict(self.client_config).get("max.poll.interval.ms", default)
         return int(value) / 1000
 
     def member_config(self, **overrides: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from kio.schema.errors import ErrorCode as KioErrorCode
 from member_rig import FOO, MemberRig
 
 from consumer.member import (
@@ -22,6 +23,7 @@ from consumer.member import (
     Unsubscribed,
     heartbeat_error_action,
 )
+from consumer.member.errors_table import error_name
 
 OWNED = (TopicPartition("foo", 0), TopicPartition("foo", 1))
 FATAL_CODES = [c for c, a in HEARTBEAT_ERROR_ACTIONS.items() if a is HeartbeatErrorAction.FATAL]
@@ -147,3 +149,16 @@ def test_answers_to_unknown_or_leave_requests_are_ignored() -> None:
     r, heartbeat = stable_member_with_heartbeat_in_flight()
     assert r.handle(HeartbeatFailed(heartbeat.request_id + 1000, 110)) == []
     assert r.member.state is MemberState.STABLE
+
+
+def test_the_members_codes_are_kios_under_upper_case_names() -> None:
+    for code in ErrorCode:
+        kio_code = KioErrorCode(int(code))
+        assert (code.name, int(code)) == (kio_code.name.upper(), int(kio_code))
+
+
+def test_error_name_names_every_kio_code_and_marks_unknown_ones() -> None:
+    for kio_code in KioErrorCode:
+        assert error_name(int(kio_code)) == kio_code.name.upper()
+    assert error_name(int(ErrorCode.FENCED_MEMBER_EPOCH)) == "FENCED_MEMBER_EPOCH"
+    assert error_name(9999) == "UNKNOWN_ERROR_9999"

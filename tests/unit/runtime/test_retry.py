@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
-from consumer._runtime.retry import LOOKUP_RETRY, RetryPolicy, call_with_retry
+from consumer._runtime.retry import (
+    CONNECT_RETRY,
+    LOOKUP_RETRY,
+    RetryPolicy,
+    call_with_retry,
+    reconnect_policy,
+)
 from consumer.errors import (
     CoordinatorNotAvailableError,
     KafkaConnectionError,
@@ -69,3 +77,26 @@ def test_policy_validates_its_bounds() -> None:
         RetryPolicy(max_attempts=0)
     with pytest.raises(ValueError, match="negative"):
         RetryPolicy(initial_backoff_ms=-1)
+
+
+def test_reconnect_policy_takes_the_consumers_backoff_and_keeps_the_bounds() -> None:
+    policy = reconnect_policy(7, 70)
+    assert (policy.initial_backoff_ms, policy.max_backoff_ms) == (7, 70)
+    assert (policy.max_attempts, policy.max_elapsed_ms, policy.retry_on) == (
+        CONNECT_RETRY.max_attempts,
+        CONNECT_RETRY.max_elapsed_ms,
+        CONNECT_RETRY.retry_on,
+    )
+    assert reconnect_policy(CONNECT_RETRY.initial_backoff_ms, CONNECT_RETRY.max_backoff_ms) == (
+        CONNECT_RETRY
+    )
+
+
+@pytest.mark.asyncio
+async def test_reconnect_policy_waits_within_its_backoff(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="consumer._runtime.retry")
+    operation = Flaky(*(KafkaConnectionError(str(n)) for n in range(3)))
+    assert await call_with_retry(operation, reconnect_policy(1, 2)) == 4
+    waits = [float(r.getMessage().split("retrying in ")[1].split()[0]) for r in caplog.records]
+    assert len(waits) == 3
+    assert all(0 <= wait <= 0.002 for wait in waits)

@@ -123,3 +123,34 @@ def test_client_side_errors_share_the_root() -> None:
     ):
         assert issubclass(cls, ConsumerError)
         assert not issubclass(cls, KafkaError)
+
+
+def test_named_classes_hint_with_their_docstring() -> None:
+    named = [cls for cls in set(ERROR_CLASSES.values()) if cls.__module__ == errors.__name__]
+    documented = [cls for cls in named if cls.hint]
+    assert len(documented) >= 26
+    for cls in documented:
+        assert cls.__doc__ is not None
+        assert cls.hint == " ".join(cls.__doc__.split())
+        assert str(cls()).endswith(cls.hint)
+
+
+def test_generated_classes_have_no_hint_but_a_docstring() -> None:
+    cls = ERROR_CLASSES[ErrorCode.sasl_authentication_failed]
+    assert cls.hint == ""
+    assert cls.__doc__ == "Kafka error SASL_AUTHENTICATION_FAILED (58)."
+
+
+def test_a_subclass_does_not_take_over_a_codes_class() -> None:
+    class Mine(errors.NotCoordinatorError, code=ErrorCode.not_coordinator):
+        """Mine."""
+
+    assert ERROR_CLASSES[ErrorCode.not_coordinator] is errors.NotCoordinatorError
+    assert type(error_for_code(16)) is errors.NotCoordinatorError
+    assert Mine().hint == "Mine."
+
+
+def test_code_names_come_from_kio() -> None:
+    for code in ErrorCode:
+        assert errors.kafka_error_name(int(code)) == code.name.upper()
+    assert errors.kafka_error_name(9999) is None

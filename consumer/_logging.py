@@ -1,0 +1,76 @@
+"""The ``logger`` configuration key: where one consumer's own log records go.
+
+confluent-kafka sends a client's librdkafka logs to the ``logging.Logger`` given as ``logger``.
+The data plane gets that logger as it is; for the member's own records (the background loop, its
+connections and retries) each module logs through a :class:`RoutedLogger`. It writes to the
+logger bound to the current context by :func:`log_to`, and to its module's logger when none is
+bound. The background thread binds its consumer's logger once, before its event loop starts;
+asyncio tasks inherit the binding, so several consumers in one process keep their records apart.
+
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from contextvars import ContextVar
+
+__all__ = ["AnyLogger", "RoutedLogger", "log_to", "routed_logger"]
+
+AnyLogger = logging.Logger | logging.LoggerAdapter[logging.Logger]
+
+_BOUND: ContextVar[AnyLogger | None] = ContextVar("consumer_logger", default=None)
+
+
+def log_to(logger: AnyLogger | None) -> None:
+    """Send the records of every :class:`RoutedLogger` in the current context to ``logger``
+    (None: to each module's own logger). Tasks and contexts copied afterwards inherit it."""
+    _BOUND.set(logger)
+
+
+class RoutedLogger(logging.LoggerAdapter[logging.Logger]):
+    """A module's logger that writes to the logger bound by :func:`log_to`, if any.
+
+    It has the whole ``LoggerAdapter`` API (``debug`` ... ``exception``, ``isEnabledFor``); the
+    records name the module's caller as their origin, as plain logger calls would.
+    """
+
+    def __init__(self, name: str) -> None:
+        super().__init__(logging.getLogger(name), None)
+
+    @property
+    def target(self) -> AnyLogger:
+        """Where a record logged now would go."""
+        return _BOUND.get() or self.logger
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - the logging API's name
+        """Whether a record of ``level`` would be written by :attr:`target`."""
+        return self.target.isEnabledFor(level)
+
+    def log(
+        self,
+        level: int,
+        msg: object,
+        *args: object,
+        exc_info: logging._ExcInfoType = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+        extra: Mapping[str, object] | None = None,
+        **kwargs: object,
+    ) -> None:
+        """Log to :attr:`target` (one stack level up, so the record names our caller)."""
+        self.target.log(
+            level,
+            msg,
+            *args,
+            exc_info=exc_info,
+            stack_info=stack_info,
+            stacklevel=stacklevel + 1,
+            extra=extra,
+        )
+
+
+def routed_logger(name: str) -> RoutedLogger:
+    """The :class:`RoutedLogger` of module ``name`` (``logging.getLogger(name)`` by default)."""
+    return RoutedLogger(name)
