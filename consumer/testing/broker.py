@@ -35,37 +35,14 @@ from pathlib import Path
 from types import TracebackType
 
 from consumer.testing._probe import probe_api_keys
-from consumer.testing.detached import (
-    DetachedBroker,
-    broker_state_path,
-    read_broker_state,
-    stop_detached_broker,
-    wait_for_pid_exit,
-    write_broker_state,
-)
 from consumer.testing.kafka_jars import (
     DEFAULT_KAFKA_VERSION,
     BrokerStartError,
-    cache_dir,
     java_executable,
     resolve_kafka_jars,
 )
 
-__all__ = [
-    "DEFAULT_KAFKA_VERSION",
-    "BrokerStartError",
-    "DetachedBroker",
-    "LocalBroker",
-    "broker_state_path",
-    "cache_dir",
-    "fast_group_settings",
-    "read_broker_state",
-    "resolve_kafka_jars",
-    "running_broker",
-    "stop_detached_broker",
-    "wait_for_pid_exit",
-    "write_broker_state",
-]
+__all__ = ["LocalBroker", "fast_group_settings", "running_broker"]
 
 CONSUMER_GROUP_HEARTBEAT_KEY = 68
 

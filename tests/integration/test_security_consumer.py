@@ -43,7 +43,7 @@ from confluent_kafka.admin import (
 from consumer import Consumer
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.retry import CONNECT_RETRY
-from consumer._runtime.security import SaslAuthenticationFailedError
+from consumer._runtime.sasl_mechanisms import SaslAuthenticationFailedError
 from consumer.config import parse_config
 from consumer.errors import GroupAuthorizationFailedError
 from consumer.testing.broker import fast_group_settings

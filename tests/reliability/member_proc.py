@@ -29,7 +29,8 @@ from typing import Any
 from confluent_kafka import KafkaError, TopicPartition
 
 from consumer import Consumer
-from consumer.testing.timeline import Timeline, wall_clock_ms
+from consumer.testing.timeline import Timeline
+from consumer.testing.timeline_events import wall_clock_ms
 
 
 class Member:

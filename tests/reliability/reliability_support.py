@@ -26,16 +26,15 @@ from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from consumer.testing.broker import LocalBroker
+from consumer.testing.invariants import CheckReport, check
 from consumer.testing.proxy import ProxiedBroker
-from consumer.testing.timeline import (
+from consumer.testing.timeline import Timeline
+from consumer.testing.timeline_events import (
     FENCE,
     KILL,
-    CheckReport,
     Fault,
     Processed,
     StateChange,
-    Timeline,
-    check,
     wall_clock_ms,
 )
 

@@ -1,7 +1,7 @@
 """Churn: 5 member processes, 12 partitions, numbered records flowing while a seeded sequence
 of faults hits the group (SIGKILL + restart, graceful leave + join, pauses and network cuts
 longer and shorter than the session timeout, broker restarts, an on_revoke slower than the
-rebalance timeout). The run is checked with ``consumer.testing.timeline.check`` and the tier's
+rebalance timeout). The run is checked with ``consumer.testing.invariants.check`` and the tier's
 own checks, and its figures are printed.
 
 CI runs the reduced size (20,000 records, 12 faults). The full size (200,000 records, 50 faults)::
@@ -33,7 +33,7 @@ from reliability_support import (
 )
 
 from consumer.testing.proxy import ProxiedBroker
-from consumer.testing.timeline import Fault, Processed
+from consumer.testing.timeline_events import Fault, Processed
 
 pytestmark = pytest.mark.reliability
 

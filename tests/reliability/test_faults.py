@@ -1,6 +1,6 @@
 """One fault per test against member processes, each behind its own FaultProxy.
 
-Every test records the run, checks it with ``consumer.testing.timeline.check`` (plus the tier's
+Every test records the run, checks it with ``consumer.testing.invariants.check`` (plus the tier's
 own checks: no record of a partition processed after its revocation began, every produced value
 seen, nothing FATAL) and prints the counts. Bounds are multiples of the broker's heartbeat
 interval (500 ms) and session timeout (6 s).
@@ -28,7 +28,7 @@ from reliability_support import (
 )
 
 from consumer.testing.proxy import ProxiedBroker
-from consumer.testing.timeline import wall_clock_ms
+from consumer.testing.timeline_events import wall_clock_ms
 
 pytestmark = pytest.mark.reliability
 

@@ -52,7 +52,7 @@ from consumer.member import (
     StopFetching,
     Subscribed,
 )
-from consumer.testing.timeline import FENCE  # noqa: E402
+from consumer.testing.timeline_events import FENCE
 
 pytestmark = pytest.mark.reliability
 
