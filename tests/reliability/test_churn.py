@@ -19,21 +19,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fleet import (
+    Fleet,
+)
+from member_processes import (
+    MemberProcess,
+)
 from reliability_support import (
     CONVERGE_S,
     SESSION_MS,
-    Fleet,
-    MemberProcess,
     ProducedLog,
     SteadyProducer,
-    check_run,
     relaunch_broker,
-    wait_until,
+)
+from run_checks import (
+    check_run,
     zombie_records,
 )
 
 from consumer.testing.proxy import ProxiedBroker
 from consumer.testing.timeline_events import Fault, Processed
+from tests.support import (
+    wait_until,
+)
 
 pytestmark = pytest.mark.reliability
 

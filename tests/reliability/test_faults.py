@@ -11,24 +11,32 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from fleet import (
+    Fleet,
+)
+from member_processes import (
+    MemberProcess,
+)
 from reliability_support import (
     CONVERGE_S,
     HEARTBEAT_MS,
     SESSION_MS,
-    Fleet,
-    MemberProcess,
     ProducedLog,
-    RunResult,
     SteadyProducer,
+    relaunch_broker,
+)
+from run_checks import (
+    RunResult,
     callbacks_of,
     check_run,
-    relaunch_broker,
     states_of,
-    wait_until,
 )
 
 from consumer.testing.proxy import ProxiedBroker
 from consumer.testing.timeline_events import wall_clock_ms
+from tests.support import (
+    wait_until,
+)
 
 pytestmark = pytest.mark.reliability
 

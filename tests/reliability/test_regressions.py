@@ -14,15 +14,18 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
+from fleet import (
+    Fleet,
+)
 from reliability_support import (
     CONVERGE_S,
-    Fleet,
     ProducedLog,
     SteadyProducer,
+)
+from run_checks import (
     check_run,
     delivered_after_revoke,
     states_of,
-    wait_until,
 )
 
 from consumer.member import (
@@ -53,6 +56,9 @@ from consumer.member import (
     Subscribed,
 )
 from consumer.testing.timeline_events import FENCE
+from tests.support import (
+    wait_until,
+)
 
 pytestmark = pytest.mark.reliability
 
