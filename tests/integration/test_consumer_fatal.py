@@ -31,7 +31,6 @@ from callback_timeline import (
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 from consumer_support import (
-    CONFLUENT,
     CONVERGENCE_S,
     ConsumerFactory,
     check_extras,
@@ -43,6 +42,7 @@ from member_thread import (
 )
 
 from consumer.testing.broker import LocalBroker
+from tests.support import CONFLUENT
 
 pytestmark = pytest.mark.integration
 

@@ -18,7 +18,6 @@ from callback_timeline import (
 )
 from confluent_kafka.admin import AdminClient
 from consumer_support import (
-    CONFLUENT,
     CONVERGENCE_S,
     ConsumerFactory,
     make_consumer_fixture,  # noqa: F401 - the make_consumer fixture
@@ -31,9 +30,7 @@ from member_thread import (
     MemberThread,
 )
 
-from tests.support import (
-    wait_until,
-)
+from tests.support import CONFLUENT, wait_until
 
 pytestmark = pytest.mark.integration
 

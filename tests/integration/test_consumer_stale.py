@@ -22,7 +22,6 @@ from callback_timeline import (
 )
 from consumer_support import (
     CONVERGENCE_S,
-    OURS,
     SESSION_TIMEOUT_S,
     ConsumerFactory,
     check_extras,
@@ -33,9 +32,7 @@ from member_thread import (
     MemberThread,
 )
 
-from tests.support import (
-    wait_until,
-)
+from tests.support import OURS, wait_until
 
 pytestmark = pytest.mark.integration
 
