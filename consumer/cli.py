@@ -10,17 +10,19 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from consumer.testing import broker as broker_mod
+from consumer.testing.broker import LocalBroker
+from consumer.testing.detached import read_broker_state, stop_detached_broker, write_broker_state
+from consumer.testing.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError
 
 
 def _broker_start(args: argparse.Namespace) -> int:
-    running = broker_mod.read_broker_state()
+    running = read_broker_state()
     if running is not None:
         print(f"bootstrap.servers={running.bootstrap_servers}")
         print(f"(already running, pid {running.pid})", file=sys.stderr)
         return 0
     overrides = dict(_parse_override(item) for item in args.override or ())
-    broker = broker_mod.LocalBroker(
+    broker = LocalBroker(
         kafka_version=args.kafka_version,
         overrides=overrides,
         port=args.port,
@@ -34,7 +36,7 @@ def _broker_start(args: argparse.Namespace) -> int:
         broker.run_dir = Path(tempfile.mkdtemp(prefix="kgm-broker-"))
     broker.start()
     if args.detach:
-        broker_mod.write_broker_state(broker)
+        write_broker_state(broker)
         print(f"bootstrap.servers={broker.bootstrap_servers}", flush=True)
         return 0
     print(f"bootstrap.servers={broker.bootstrap_servers}", flush=True)
@@ -57,7 +59,7 @@ def _parse_override(item: str) -> tuple[str, str]:
 
 
 def _broker_status(_: argparse.Namespace) -> int:
-    state = broker_mod.read_broker_state()
+    state = read_broker_state()
     if state is None:
         print(
             "no local broker is running (start one with: kgm broker start --detach)",
@@ -69,7 +71,7 @@ def _broker_status(_: argparse.Namespace) -> int:
 
 
 def _broker_stop(_: argparse.Namespace) -> int:
-    state = broker_mod.stop_detached_broker()
+    state = stop_detached_broker()
     if state is None:
         print("no local broker was running", file=sys.stderr)
         return 0
@@ -96,8 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument(
         "--kafka-version",
         default=None,
-        help=f"Apache Kafka 4.x release (default: $KAFKA_VERSION or "
-        f"{broker_mod.DEFAULT_KAFKA_VERSION})",
+        help=f"Apache Kafka 4.x release (default: $KAFKA_VERSION or {DEFAULT_KAFKA_VERSION})",
     )
     start.add_argument(
         "--override",
@@ -127,10 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "kafka_version", "unset") is None:
         import os
 
-        args.kafka_version = os.environ.get("KAFKA_VERSION") or broker_mod.DEFAULT_KAFKA_VERSION
+        args.kafka_version = os.environ.get("KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
     try:
         code: int = args.handler(args)
-    except broker_mod.BrokerStartError as exc:
+    except BrokerStartError as exc:
         print(f"kgm: {exc}", file=sys.stderr)
         return 2
     return code

@@ -17,9 +17,10 @@ the same way:
 Secrets (``sasl.password``, ``ssl.key.password``) stay in :class:`~consumer.config.Secret`
 objects, are revealed only where the bytes are computed, and appear in no ``repr()``, log record
 or exception message. Authentication failures raise the broker-code class
-:data:`SaslAuthenticationFailedError` (``SASL_AUTHENTICATION_FAILED``, 58; not retriable), an
-unknown mechanism ``UNSUPPORTED_SASL_MECHANISM`` (33) and a listener without SASL
-``ILLEGAL_SASL_STATE`` (34): the member turns these into a FATAL state, raised from ``poll()``.
+:data:`~consumer._runtime.sasl_mechanisms.SaslAuthenticationFailedError`
+(``SASL_AUTHENTICATION_FAILED``, 58; not retriable), an unknown mechanism
+``UNSUPPORTED_SASL_MECHANISM`` (33) and a listener without SASL ``ILLEGAL_SASL_STATE`` (34): the
+member turns these into a FATAL state, raised from ``poll()``.
 """
 
 from __future__ import annotations
@@ -49,15 +50,7 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from consumer._config.spec import spec_default
 from consumer._config.types import Secret
-from consumer._runtime.sasl_mechanisms import (
-    SUPPORTED_MECHANISMS,
-    PlainClient,
-    SaslAuthenticationFailedError,
-    SaslCredentials,
-    SaslMechanismClient,
-    ScramClient,
-    mechanism_client,
-)
+from consumer._runtime.sasl_mechanisms import SaslCredentials, mechanism_client
 from consumer._wire import VersionRange
 from consumer.config import ConfigError
 from consumer.errors import (
@@ -69,14 +62,8 @@ from consumer.errors import (
 __all__ = [
     "SASL_AUTHENTICATE_API_KEY",
     "SASL_HANDSHAKE_API_KEY",
-    "SUPPORTED_MECHANISMS",
     "ConnectionSecurity",
-    "PlainClient",
-    "SaslAuthenticationFailedError",
-    "SaslCredentials",
-    "SaslMechanismClient",
     "SaslSession",
-    "ScramClient",
     "SecuritySettings",
     "authenticate",
     "build_ssl_context",

@@ -32,40 +32,18 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
+from typing import Self
 
 from consumer.testing._probe import probe_api_keys
-from consumer.testing.detached import (
-    DetachedBroker,
-    broker_state_path,
-    read_broker_state,
-    stop_detached_broker,
-    wait_for_pid_exit,
-    write_broker_state,
-)
+from consumer.testing._service import Service
 from consumer.testing.kafka_jars import (
     DEFAULT_KAFKA_VERSION,
     BrokerStartError,
-    cache_dir,
     java_executable,
     resolve_kafka_jars,
 )
 
-__all__ = [
-    "DEFAULT_KAFKA_VERSION",
-    "BrokerStartError",
-    "DetachedBroker",
-    "LocalBroker",
-    "broker_state_path",
-    "cache_dir",
-    "fast_group_settings",
-    "read_broker_state",
-    "resolve_kafka_jars",
-    "running_broker",
-    "stop_detached_broker",
-    "wait_for_pid_exit",
-    "write_broker_state",
-]
+__all__ = ["LocalBroker", "fast_group_settings", "free_port", "running_broker"]
 
 CONSUMER_GROUP_HEARTBEAT_KEY = 68
 
@@ -115,7 +93,8 @@ def fast_group_settings() -> dict[str, str]:
     }
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
@@ -147,7 +126,7 @@ def _detach() -> None:  # pragma: no cover - runs in the child between fork and 
 
 
 @dataclass
-class LocalBroker:
+class LocalBroker(Service):
     """One Kafka node (broker + KRaft controller) on 127.0.0.1.
 
     ``overrides`` are added to (and win over) the generated ``server.properties``.
@@ -224,7 +203,7 @@ class LocalBroker:
         props.update(self.overrides)
         return props
 
-    def start(self) -> LocalBroker:
+    def start(self) -> Self:
         """Resolve jars, format storage, start the JVM and wait until key 68 is advertised.
 
         A start that fails is tried again (``start_attempts`` in all) on fresh ports and a
@@ -246,15 +225,15 @@ class LocalBroker:
                 self._owns_run_dir = False
         raise AssertionError("unreachable")
 
-    def _start_once(self) -> LocalBroker:
+    def _start_once(self) -> Self:
         lib_dir = resolve_kafka_jars(self.kafka_version, allow_legacy=self.allow_legacy_version)
         if self.run_dir is None:
             self.run_dir = Path(tempfile.mkdtemp(prefix="kgm-broker-"))
             self._owns_run_dir = True
         (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         if not self.port:
-            self.port = _free_port()
-        controller_port = _free_port()
+            self.port = free_port()
+        controller_port = free_port()
         props_path = self.run_dir / "server.properties"
         props_path.write_text(
             "".join(f"{k}={v}\n" for k, v in self.server_properties(controller_port).items())
@@ -405,17 +384,6 @@ class LocalBroker:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
-
-    def __enter__(self) -> LocalBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ Two ways to drive:
 from __future__ import annotations
 
 import random
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,23 +26,17 @@ from dataclasses import dataclass, field
 from consumer.member import (
     ApplyAssignment,
     AppPolled,
-    AssignmentApplied,
-    CallbackCompleted,
     Command,
     CommitCompleted,
-    CommitOffsets,
     CommittedOffsetsFetched,
     CoordinatorChanged,
     FetchCommittedOffsets,
-    FetchingStopped,
     FetchMetadata,
     FindCoordinator,
     HeartbeatFailed,
     HeartbeatRequest,
     HeartbeatSucceeded,
     Input,
-    InvokeOnAssign,
-    InvokeOnLost,
     InvokeOnRevoke,
     Member,
     MemberConfig,
@@ -56,6 +51,7 @@ from consumer.member import (
     Subscribed,
     TopicPartition,
 )
+from consumer.testing.autopilot import Autopilot
 from consumer.testing.clock import ManualClock
 from consumer.testing.coordinator_sim import CoordinatorSim, HeartbeatResponse
 
@@ -136,6 +132,12 @@ class GroupHarness:
         self.immediate_heartbeats = immediate_heartbeats
         self.drivers: dict[str, MemberDriver] = {}
         self.observers: list[Callable[[GroupHarness], None]] = []
+        #: Answers commands from the simulation (metadata, offsets, commits).
+        self.autopilot = Autopilot(
+            topic_names=self._topic_names,
+            fetch_committed=self._fetch_committed,
+            commit=lambda command: CommitCompleted(command.request_id, self.sim.commit(command)),
+        )
 
     # --- members ----------------------------------------------------------------------------
 
@@ -294,48 +296,45 @@ class GroupHarness:
         driver.inbox.append(event)
         return exchange
 
-    def _execute(self, driver: MemberDriver, command: Command) -> None:  # noqa: C901
+    def _execute(self, driver: MemberDriver, command: Command) -> None:
         driver.log.append(command)
-        inbox = driver.inbox
         match command:
             case SendHeartbeat():
                 if command.is_leave or self.immediate_heartbeats:
                     self._deliver(driver, command)
                 else:
                     driver.outbox.append(command)
+                return
             case FindCoordinator():
-                inbox.append(CoordinatorChanged(coordinator_id=1))
-            case FetchMetadata():
-                if driver.hold_metadata:
-                    driver.pending_metadata.append(command)
-                else:
-                    known = self.sim.topic_names()
-                    names = {tid: known[tid] for tid in command.topic_ids if tid in known}
-                    inbox.append(MetadataResolved(names))
-            case CommitOffsets():
-                errors = self.sim.commit(command)
-                inbox.append(CommitCompleted(command.request_id, errors))
-            case FetchCommittedOffsets():
-                offsets, code = self.sim.fetch(command)
-                inbox.append(CommittedOffsetsFetched(command.request_id, offsets, code))
+                driver.inbox.append(CoordinatorChanged(coordinator_id=1))
+                return
+            case FetchMetadata() if driver.hold_metadata:
+                driver.pending_metadata.append(command)
+                return
+            case InvokeOnRevoke() if driver.hold_revocations:
+                driver.pending_revocations.append(command)
+                return
             case StopFetching():
                 driver.stopped |= set(command.partitions)
-                inbox.append(FetchingStopped(command.request_id))
             case ApplyAssignment():
                 self._apply(driver, command)
-            case InvokeOnRevoke():
-                if driver.hold_revocations:
-                    driver.pending_revocations.append(command)
-                else:
-                    inbox.append(RevocationCompleted(command.request_id))
-            case InvokeOnAssign() | InvokeOnLost():
-                inbox.append(CallbackCompleted(command.request_id))
             case ReportError():
                 driver.errors.append(command)
             case ReportCommitResult():
                 driver.commit_results.append(command)
             case ShutDown():
                 driver.shut_down = True
+        answer = self.autopilot.answer(command)
+        if answer is not None:
+            driver.inbox.append(answer)
+
+    def _topic_names(self, command: FetchMetadata) -> dict[uuid.UUID, str]:
+        known = self.sim.topic_names()
+        return {tid: known[tid] for tid in command.topic_ids if tid in known}
+
+    def _fetch_committed(self, command: FetchCommittedOffsets) -> CommittedOffsetsFetched:
+        offsets, code = self.sim.fetch(command)
+        return CommittedOffsetsFetched(command.request_id, offsets, code)
 
     def _apply(self, driver: MemberDriver, command: ApplyAssignment) -> None:
         driver.assigned = set(command.assigned)
@@ -346,15 +345,12 @@ class GroupHarness:
         for tp in command.added:
             driver.start_offsets[tp] = command.committed_offsets.get(tp)
             driver.consumed.pop(tp, None)
-        driver.inbox.append(AssignmentApplied(command.request_id))
 
 
 def release_metadata(driver: MemberDriver, harness: GroupHarness) -> None:
     """Answer a driver's held metadata requests from the simulation now."""
-    known = harness.sim.topic_names()
     for command in driver.pending_metadata:
-        names = {tid: known[tid] for tid in command.topic_ids if tid in known}
-        driver.inbox.append(MetadataResolved(names))
+        driver.inbox.append(MetadataResolved(harness._topic_names(command)))
     driver.pending_metadata.clear()
     harness.pump(driver.name)
 

@@ -35,11 +35,11 @@ import struct
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
-from consumer.testing.broker import LocalBroker
-from consumer.testing.security import Listener, free_port, listener_overrides
+from consumer.testing._service import Service
+from consumer.testing.broker import LocalBroker, free_port
+from consumer.testing.security import Listener, listener_overrides
 
 __all__ = ["FaultProxy", "ProxiedBroker", "ProxyStats", "proxied_broker"]
 
@@ -73,7 +73,7 @@ def _reset(writer: asyncio.StreamWriter) -> None:
     writer.transport.abort()
 
 
-class FaultProxy:
+class FaultProxy(Service):
     """A TCP proxy on ``127.0.0.1`` in front of ``upstream``, with run-time faults.
 
     ``listen_port`` 0 picks a free port. Use as a context manager or call :meth:`start` and
@@ -153,7 +153,7 @@ class FaultProxy:
         """End blackhole() or drop(); held bytes flow again. The delay is kept."""
         self._control(self._do_heal)
 
-    def start(self) -> FaultProxy:
+    def start(self) -> Self:
         """Bind the listening port and start forwarding (in a daemon thread)."""
         if self._thread is not None:
             raise RuntimeError(f"{self.name} already started")
@@ -187,17 +187,6 @@ class FaultProxy:
             loop.call_soon_threadsafe(stopping.set)
         thread.join(_CONTROL_TIMEOUT_S)
         self._thread = None
-
-    def __enter__(self) -> FaultProxy:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         return (
@@ -390,7 +379,7 @@ def _listener_name(member: str) -> str:
     return "M_" + re.sub(r"[^A-Z0-9]", "_", member.upper())
 
 
-class ProxiedBroker:
+class ProxiedBroker(Service):
     """A :class:`LocalBroker` with one listener per member, each behind its own FaultProxy.
 
     Listener ``M_<MEMBER>`` binds a free port and is advertised at the member's proxy port, so a
@@ -429,7 +418,7 @@ class ProxiedBroker:
         """What ``member`` uses as ``bootstrap.servers``: its proxy."""
         return self.proxies[member].bootstrap_servers
 
-    def start(self) -> ProxiedBroker:
+    def start(self) -> Self:
         """Start the proxies, then the broker (its ports are already fixed)."""
         try:
             for proxy in self.proxies.values():
@@ -445,17 +434,6 @@ class ProxiedBroker:
         self.broker.stop()
         for proxy in self.proxies.values():
             proxy.stop()
-
-    def __enter__(self) -> ProxiedBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 @contextlib.contextmanager

@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import datetime
 import re
-import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consumer.testing.broker import LocalBroker
+from consumer.testing.broker import LocalBroker, free_port
 
 __all__ = [
     "SASL_MECHANISMS",
@@ -44,7 +43,6 @@ __all__ = [
     "SecureBrokerSettings",
     "TestPki",
     "create_test_pki",
-    "free_port",
     "listener_overrides",
     "scram_format_args",
     "secure_broker_settings",
@@ -60,14 +58,6 @@ _LISTENER_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _SAFE_CREDENTIAL = re.compile(r"^[A-Za-z0-9._@+-]+$")
 _PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 _SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 # ----------------------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from consumer.testing._probe import probe_api_keys
-from consumer.testing.broker import LocalBroker, resolve_kafka_jars, wait_for_pid_exit
+from consumer.testing.broker import LocalBroker
+from consumer.testing.detached import wait_for_pid_exit
+from consumer.testing.kafka_jars import resolve_kafka_jars
 
 pytestmark = pytest.mark.integration
 
@@ -120,7 +122,7 @@ def test_restart_keeps_the_data_and_the_address() -> None:
 
 
 def test_restart_needs_a_started_broker() -> None:
-    from consumer.testing.broker import BrokerStartError
+    from consumer.testing.kafka_jars import BrokerStartError
 
     with pytest.raises(BrokerStartError, match="needs a broker that was started"):
         LocalBroker().restart()

@@ -15,20 +15,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from callback_timeline import (
+    Partition,
+    all_partitions,
+    wait_for_balanced,
+)
+from child_member import (
+    ChildMember,
+)
 from confluent_kafka.admin import AdminClient, NewPartitions
 from consumer_support import (
     CONVERGENCE_S,
     SESSION_TIMEOUT_S,
-    ChildMember,
     ConsumerFactory,
-    Group,
-    MemberThread,
-    Partition,
-    all_partitions,
     check_extras,
     make_consumer_fixture,  # noqa: F401 - the make_consumer fixture
-    wait_for_balanced,
     wait_for_stable_epochs,
+)
+from member_thread import (
+    Group,
+    MemberThread,
+)
+
+from tests.support import (
     wait_until,
 )
 

@@ -24,21 +24,30 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from callback_timeline import (
+    all_partitions,
+    wait_for_balanced,
+)
+from child_member import (
+    ChildMember,
+)
 from confluent_kafka import Message, TopicPartition
 from consumer_support import (
     CONVERGENCE_S,
     SESSION_TIMEOUT_S,
-    ChildMember,
     ConsumerFactory,
-    Group,
-    MemberThread,
-    all_partitions,
     duplicates,
     make_consumer_fixture,  # noqa: F401 - the make_consumer fixture
     make_producer,
     produce_numbered,
     values_of,
-    wait_for_balanced,
+)
+from member_thread import (
+    Group,
+    MemberThread,
+)
+
+from tests.support import (
     wait_until,
 )
 

@@ -24,21 +24,25 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from callback_timeline import (
+    all_partitions,
+    wait_for_balanced,
+)
 from confluent_kafka import KafkaError
 from confluent_kafka.admin import AdminClient, NewTopic
 from consumer_support import (
-    CONFLUENT,
     CONVERGENCE_S,
     ConsumerFactory,
-    Group,
-    MemberThread,
-    all_partitions,
     check_extras,
     make_consumer_fixture,  # noqa: F401 - the make_consumer fixture
-    wait_for_balanced,
+)
+from member_thread import (
+    Group,
+    MemberThread,
 )
 
 from consumer.testing.broker import LocalBroker
+from tests.support import CONFLUENT
 
 pytestmark = pytest.mark.integration
 

@@ -12,21 +12,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from callback_timeline import (
+    all_partitions,
+    wait_for_balanced,
+)
 from confluent_kafka.admin import AdminClient
 from consumer_support import (
-    CONFLUENT,
     CONVERGENCE_S,
     ConsumerFactory,
-    Group,
-    MemberThread,
-    all_partitions,
     make_consumer_fixture,  # noqa: F401 - the make_consumer fixture
     make_producer,
     produce_numbered,
     values_of,
-    wait_for_balanced,
-    wait_until,
 )
+from member_thread import (
+    Group,
+    MemberThread,
+)
+
+from tests.support import CONFLUENT, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -12,14 +12,18 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from callback_timeline import (
+    all_partitions,
+    wait_for_balanced,
+)
 from consumer_support import (
     ConsumerFactory,
-    Group,
-    MemberThread,
-    all_partitions,
     check_extras,
     make_consumer_fixture,  # noqa: F401 - the make_consumer fixture
-    wait_for_balanced,
+)
+from member_thread import (
+    Group,
+    MemberThread,
 )
 
 pytestmark = pytest.mark.integration

@@ -16,19 +16,23 @@ import time
 from collections.abc import Callable
 
 import pytest
+from callback_timeline import (
+    all_partitions,
+    wait_for_balanced,
+)
 from consumer_support import (
     CONVERGENCE_S,
-    OURS,
     SESSION_TIMEOUT_S,
     ConsumerFactory,
-    Group,
-    MemberThread,
-    all_partitions,
     check_extras,
     make_consumer_fixture,  # noqa: F401 - the make_consumer fixture
-    wait_for_balanced,
-    wait_until,
 )
+from member_thread import (
+    Group,
+    MemberThread,
+)
+
+from tests.support import OURS, wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -16,22 +16,29 @@ import time
 from collections.abc import Callable
 
 import pytest
+from callback_timeline import (
+    CallbackEvent,
+    Partition,
+    all_partitions,
+    wait_for_balanced,
+)
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
 from consumer_support import (
     CONVERGENCE_S,
     HEARTBEAT_INTERVAL_S,
     SESSION_TIMEOUT_S,
-    CallbackEvent,
     ConsumerFactory,
+    check_extras,
+    make_consumer_fixture,  # noqa: F401 - the make_consumer fixture
+)
+from member_thread import (
     Group,
     MemberThread,
-    Partition,
-    all_partitions,
-    check_extras,
+)
+
+from tests.support import (
     holds_for,
-    make_consumer_fixture,  # noqa: F401 - the make_consumer fixture
-    wait_for_balanced,
     wait_until,
 )
 

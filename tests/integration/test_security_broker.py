@@ -12,19 +12,15 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
     AdminClient,
     NewTopic,
-    ResourcePatternType,
-    ResourceType,
 )
+from security_support import grant_test_acls
 
 from consumer.testing.broker import LocalBroker
 from consumer.testing.security import SecureBrokerSettings, secure_broker_settings
@@ -33,43 +29,6 @@ pytestmark = pytest.mark.integration
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
 RECORDS = 5
-
-
-def _wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> None:
-    """Re-check a broker-side condition (each check is a request) until it holds."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.1)  # back-off between requests: the broker offers nothing to await
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-
-
-def _acl(principal: str, resource: ResourceType) -> AclBinding:
-    return AclBinding(
-        resource,
-        "*",
-        ResourcePatternType.LITERAL,
-        principal,
-        "*",
-        AclOperation.ALL,
-        AclPermissionType.ALLOW,
-    )
-
-
-def _topic_readable(config: dict[str, str], topic: str) -> bool:
-    metadata = AdminClient(config).list_topics(topic=topic, timeout=10)
-    return metadata.topics[topic].error is None
-
-
-def _group_describable(config: dict[str, str]) -> bool:
-    admin = AdminClient(config)  # must outlive the future, or the future never completes
-    futures = admin.describe_consumer_groups([f"probe-{uuid.uuid4().hex}"], request_timeout=10)
-    try:
-        next(iter(futures.values())).result(timeout=15)
-    except KafkaException as exc:
-        return bool(exc.args[0].code() != KafkaError.GROUP_AUTHORIZATION_FAILED)
-    return True
 
 
 @pytest.fixture(scope="module")
@@ -82,25 +41,7 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBrokerSet
     started = time.monotonic()
     with broker:
         print(f"secure broker ready in {time.monotonic() - started:.1f} s")
-        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-        bindings = [
-            _acl("User:alice", ResourceType.TOPIC),
-            _acl("User:alice", ResourceType.GROUP),
-            _acl("User:client", ResourceType.TOPIC),
-            _acl("User:client", ResourceType.GROUP),
-            _acl("User:bob", ResourceType.TOPIC),
-            _acl("User:carol", ResourceType.GROUP),
-        ]
-        for future in admin.create_acls(bindings).values():
-            future.result(timeout=30)
-        probe = "acl-probe"
-        admin.create_topics([NewTopic(probe, 1, 1)])[probe].result(timeout=30)
-        plain = "SASL_PLAINTEXT"
-        for user in ("alice", "bob"):
-            config = settings.client_config(plain, user=user)
-            _wait_until(lambda c=config: _topic_readable(c, probe), 30, f"{user}'s topic ACL")
-        carol = settings.client_config(plain, user="carol")
-        _wait_until(lambda: _group_describable(carol), 30, "carol's group ACL")
+        grant_test_acls(settings, broker.bootstrap_servers)
         yield settings
 
 

@@ -14,7 +14,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from reliability_support import Fleet, ProducedLog, create_topic
+from fleet import (
+    Fleet,
+)
+from reliability_support import (
+    ProducedLog,
+    create_topic,
+)
 
 from consumer.testing.proxy import ProxiedBroker
 

@@ -1,7 +1,7 @@
 """Churn: 5 member processes, 12 partitions, numbered records flowing while a seeded sequence
 of faults hits the group (SIGKILL + restart, graceful leave + join, pauses and network cuts
 longer and shorter than the session timeout, broker restarts, an on_revoke slower than the
-rebalance timeout). The run is checked with ``consumer.testing.timeline.check`` and the tier's
+rebalance timeout). The run is checked with ``consumer.testing.invariants.check`` and the tier's
 own checks, and its figures are printed.
 
 CI runs the reduced size (20,000 records, 12 faults). The full size (200,000 records, 50 faults)::
@@ -19,21 +19,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fleet import (
+    Fleet,
+)
+from member_processes import (
+    MemberProcess,
+)
 from reliability_support import (
     CONVERGE_S,
     SESSION_MS,
-    Fleet,
-    MemberProcess,
     ProducedLog,
     SteadyProducer,
-    check_run,
     relaunch_broker,
-    wait_until,
+)
+from run_checks import (
+    check_run,
     zombie_records,
 )
 
 from consumer.testing.proxy import ProxiedBroker
-from consumer.testing.timeline import Fault, Processed
+from consumer.testing.timeline_events import Fault, Processed
+from tests.support import (
+    wait_until,
+)
 
 pytestmark = pytest.mark.reliability
 

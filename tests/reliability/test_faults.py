@@ -1,6 +1,6 @@
 """One fault per test against member processes, each behind its own FaultProxy.
 
-Every test records the run, checks it with ``consumer.testing.timeline.check`` (plus the tier's
+Every test records the run, checks it with ``consumer.testing.invariants.check`` (plus the tier's
 own checks: no record of a partition processed after its revocation began, every produced value
 seen, nothing FATAL) and prints the counts. Bounds are multiples of the broker's heartbeat
 interval (500 ms) and session timeout (6 s).
@@ -11,24 +11,32 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from fleet import (
+    Fleet,
+)
+from member_processes import (
+    MemberProcess,
+)
 from reliability_support import (
     CONVERGE_S,
     HEARTBEAT_MS,
     SESSION_MS,
-    Fleet,
-    MemberProcess,
     ProducedLog,
-    RunResult,
     SteadyProducer,
+    relaunch_broker,
+)
+from run_checks import (
+    RunResult,
     callbacks_of,
     check_run,
-    relaunch_broker,
     states_of,
-    wait_until,
 )
 
 from consumer.testing.proxy import ProxiedBroker
-from consumer.testing.timeline import wall_clock_ms
+from consumer.testing.timeline_events import wall_clock_ms
+from tests.support import (
+    wait_until,
+)
 
 pytestmark = pytest.mark.reliability
 

@@ -14,45 +14,40 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
+from fleet import (
+    Fleet,
+)
 from reliability_support import (
     CONVERGE_S,
-    Fleet,
     ProducedLog,
     SteadyProducer,
+)
+from run_checks import (
     check_run,
     delivered_after_revoke,
     states_of,
-    wait_until,
 )
 
 from consumer.member import (
     ApplyAssignment,
     AppPolled,
-    AssignmentApplied,
-    CallbackCompleted,
     Command,
-    CommitCompleted,
-    CommitOffsets,
     CommittedOffsetsFetched,
     CoordinatorChanged,
     FetchCommittedOffsets,
-    FetchingStopped,
-    FetchMetadata,
     HeartbeatSucceeded,
-    InvokeOnAssign,
-    InvokeOnLost,
-    InvokeOnRevoke,
     Member,
     MemberConfig,
     MemberState,
-    MetadataResolved,
     PollIntervalExpired,
-    RevocationCompleted,
     SendHeartbeat,
-    StopFetching,
     Subscribed,
 )
-from consumer.testing.timeline import FENCE  # noqa: E402
+from consumer.testing.autopilot import Autopilot, answer_pending
+from consumer.testing.timeline_events import FENCE
+from tests.support import (
+    wait_until,
+)
 
 pytestmark = pytest.mark.reliability
 
@@ -76,6 +71,10 @@ class Core:
         self.fetch_answer: Callable[[FetchCommittedOffsets], CommittedOffsetsFetched] = lambda c: (
             CommittedOffsetsFetched(c.request_id, dict.fromkeys(c.partitions, 42))
         )
+        self.autopilot = Autopilot(
+            topic_names=lambda c: dict.fromkeys(c.topic_ids, "t"),
+            fetch_committed=lambda c: self.fetch_answer(c),
+        )
 
     def handle(self, event: object) -> list[Command]:
         out = self.member.handle(event, self.now)  # type: ignore[arg-type]
@@ -91,33 +90,16 @@ class Core:
 
     def settle(self) -> None:
         """Answer every command (heartbeats excepted) until nothing is left to answer."""
-        done: set[int] = set()
-        for _ in range(50):
-            todo = [c for c in self.out if id(c) not in done]
-            if not todo:
-                return
-            for command in todo:
-                done.add(id(command))
-                self.answer(command)
+        answer_pending(self.out, self.answer)
 
     def answer(self, command: Command) -> None:
-        match command:
-            case SendHeartbeat() if command.request.member_epoch > 0:
+        if isinstance(command, SendHeartbeat):
+            if command.request.member_epoch > 0:
                 self.handle(HeartbeatSucceeded(command.request_id, self.broker_epoch, 500, None))
-            case FetchMetadata():
-                self.handle(MetadataResolved(dict.fromkeys(command.topic_ids, "t")))
-            case FetchCommittedOffsets():
-                self.handle(self.fetch_answer(command))
-            case CommitOffsets():
-                self.handle(CommitCompleted(command.request_id, dict.fromkeys(command.offsets, 0)))
-            case StopFetching():
-                self.handle(FetchingStopped(command.request_id))
-            case InvokeOnRevoke():
-                self.handle(RevocationCompleted(command.request_id))
-            case InvokeOnAssign() | InvokeOnLost():
-                self.handle(CallbackCompleted(command.request_id))
-            case ApplyAssignment():
-                self.handle(AssignmentApplied(command.request_id))
+            return
+        event = self.autopilot.answer(command)
+        if event is not None:
+            self.handle(event)
 
     def heartbeats(self) -> list[SendHeartbeat]:
         return [c for c in self.out if isinstance(c, SendHeartbeat)]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
@@ -28,15 +27,8 @@ def produce_numbered(bootstrap: str, topic: str, first: int, count: int, partiti
     assert remaining == 0, f"{remaining} records not delivered"
 
 
-def wait_until(
-    predicate: Callable[[], bool], timeout_s: float, what: str, step: float = 0.2
-) -> None:
-    """Poll ``predicate`` until true; fail the test after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(step)
+#: Each check of a Spark test's conditions is a Spark job or a broker request: poll at this pace.
+POLL_S = 0.2
 
 
 def committed_offsets(

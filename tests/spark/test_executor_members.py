@@ -13,16 +13,17 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 from spark_support import (
+    POLL_S,
     ThreadMember,
     committed_offsets,
     group_members,
     high_watermarks,
     ownership_overlaps,
     produce_numbered,
-    wait_until,
 )
 
 from consumer.spark import run_group_members
+from tests.support import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -107,6 +108,7 @@ def test_two_executor_members_and_a_thread_member_share_the_group(
         lambda: (_writers(sink) >= 2 and _sink_line_count(sink) >= 5_000) or not runner.is_alive(),
         120,
         "both executor members consuming",
+        interval_s=POLL_S,
     )
     assert runner.is_alive(), f"the job ended before the thread member joined: {outcome}"
     member_started = time.time()
@@ -135,7 +137,7 @@ def test_two_executor_members_and_a_thread_member_share_the_group(
             lambda: committed_offsets(admin, group, topic, PARTITIONS) == ends,
             60,
             "every partition committed to its end",
-            step=0.5,
+            interval_s=0.5,
         )
     finally:
         member.stop()
@@ -187,4 +189,4 @@ def test_two_executor_members_and_a_thread_member_share_the_group(
     assert ownership_overlaps(events) == []
 
     # Nobody left in the group.
-    wait_until(lambda: not group_members(admin, group), 20, "an empty group")
+    wait_until(lambda: not group_members(admin, group), 20, "an empty group", interval_s=POLL_S)

@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from spark_support import committed_offsets, group_members, produce_numbered, wait_until
+from spark_support import POLL_S, committed_offsets, group_members, produce_numbered
 
 from consumer.spark import group_snapshot
+from tests.support import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -91,7 +92,12 @@ def test_snapshot_write_commit_then_resume_and_failed_write_commits_nothing(
     assert committed_offsets(admin, group, topic, PARTITIONS) == {0: 70, 1: 70}
 
     # The member left when the context closed.
-    wait_until(lambda: not group_members(admin, group), 15, "the snapshot member to leave")
+    wait_until(
+        lambda: not group_members(admin, group),
+        15,
+        "the snapshot member to leave",
+        interval_s=POLL_S,
+    )
 
     # 4. The uncommitted records are still there for the next snapshot.
     with group_snapshot(spark, **args) as snap:

@@ -11,12 +11,14 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 from spark_support import (
+    POLL_S,
     ThreadMember,
     committed_offsets,
     group_members,
     produce_numbered,
-    wait_until,
 )
+
+from tests.support import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -89,18 +91,23 @@ def test_stream_restart_exactly_once_and_handover_to_another_member(
 
         return check
 
-    wait_until(has(2000), WAIT_S, "2000 rows from the first run")
+    wait_until(has(2000), WAIT_S, "2000 rows from the first run", interval_s=POLL_S)
     query.stop()
     tier_metrics.add_batches("stream-run-1", query.recentProgress)
     produce_numbered(kafka_bootstrap, topic, 2000, 1000, PARTITIONS)
     query = _start_query(spark, kafka_bootstrap, group, topic, out, ck)
-    wait_until(has(3000), WAIT_S, "3000 rows after the restart")
+    wait_until(has(3000), WAIT_S, "3000 rows after the restart", interval_s=POLL_S)
     assert sorted(numbers()) == list(range(3000)), "not exactly once across stop/restart"
 
     # 2. A non-Spark member joins: the query releases its partitions only after committing them.
     member = ThreadMember(kafka_bootstrap, group, topic).start()
     try:
-        wait_until(lambda: len(member.owned) == PARTITIONS // 2, WAIT_S, "a balanced group")
+        wait_until(
+            lambda: len(member.owned) == PARTITIONS // 2,
+            WAIT_S,
+            "a balanced group",
+            interval_s=POLL_S,
+        )
         produce_numbered(kafka_bootstrap, topic, 3000, 2000, PARTITIONS)
 
         def union() -> Counter[int]:
@@ -109,7 +116,9 @@ def test_stream_restart_exactly_once_and_handover_to_another_member(
                 theirs = [int(v) for _, _, v in member.records]
             return Counter(numbers()) + Counter(theirs)
 
-        wait_until(lambda: set(union()) >= set(range(5000)), WAIT_S, "all 5000 records")
+        wait_until(
+            lambda: set(union()) >= set(range(5000)), WAIT_S, "all 5000 records", interval_s=POLL_S
+        )
         both = union()
         assert set(both) == set(range(5000)), "gap"
         duplicates = {n: c for n, c in both.items() if c > 1}
@@ -135,8 +144,15 @@ def test_stream_restart_exactly_once_and_handover_to_another_member(
         query.stop()
         tier_metrics.add_batches("stream-run-2", query.recentProgress)
         produce_numbered(kafka_bootstrap, topic, 5000, 400, PARTITIONS)
-        wait_until(lambda: member.owned == set(range(PARTITIONS)), WAIT_S, "the full hand-over")
-        wait_until(lambda: set(union()) >= set(range(5400)), WAIT_S, "all 5400 records")
+        wait_until(
+            lambda: member.owned == set(range(PARTITIONS)),
+            WAIT_S,
+            "the full hand-over",
+            interval_s=POLL_S,
+        )
+        wait_until(
+            lambda: set(union()) >= set(range(5400)), WAIT_S, "all 5400 records", interval_s=POLL_S
+        )
     finally:
         member.stop()
 
@@ -148,4 +164,9 @@ def test_stream_restart_exactly_once_and_handover_to_another_member(
     print(f"clean-stop duplicates: {len(duplicated)} (predicted {len(expected)})")
     assert duplicated == expected, "duplicates other than the uncommitted last batch"
     assert len(ours) + len(theirs) - len(duplicated) == 5400
-    wait_until(lambda: not group_members(admin, group), 20, "an empty group after the test")
+    wait_until(
+        lambda: not group_members(admin, group),
+        20,
+        "an empty group after the test",
+        interval_s=POLL_S,
+    )

@@ -6,13 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from consumer.testing.broker import (
-    DEFAULT_KAFKA_VERSION,
-    BrokerStartError,
-    LocalBroker,
-    fast_group_settings,
-    resolve_kafka_jars,
-)
+from consumer.testing.broker import LocalBroker, fast_group_settings
+from consumer.testing.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError, resolve_kafka_jars
 
 
 def test_default_version_is_a_4x_release() -> None:

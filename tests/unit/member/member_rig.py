@@ -7,33 +7,23 @@ import uuid
 from typing import Any, TypeVar
 
 from consumer.member import (
-    ApplyAssignment,
     AppPolled,
-    AssignmentApplied,
-    CallbackCompleted,
     Command,
     CommitCompleted,
-    CommitOffsets,
-    CommittedOffsetsFetched,
     CoordinatorChanged,
-    FetchCommittedOffsets,
     FetchingStopped,
-    FetchMetadata,
     FindCoordinator,
     HeartbeatSucceeded,
     Input,
-    InvokeOnAssign,
-    InvokeOnLost,
     InvokeOnRevoke,
     Member,
     MemberConfig,
-    MetadataResolved,
-    RevocationCompleted,
     SendHeartbeat,
     StopFetching,
     Subscribed,
     TopicPartition,
 )
+from consumer.testing.autopilot import Autopilot, answer_pending
 
 FOO = uuid.UUID("00000000-0000-0000-0000-00000000f001")
 BAR = uuid.UUID("00000000-0000-0000-0000-00000000ba42")
@@ -115,35 +105,22 @@ class MemberRig:
 
     def answer_everything(self, *, revoke: bool = True, commit_error: int = 0) -> None:
         """Answer every command that waits for an answer, like a well-behaved runtime and app."""
-        answered: set[int] = set()
-        for _ in range(50):
-            pending = [c for c in self.commands if id(c) not in answered]
-            if not pending:
-                return
-            for command in pending:
-                answered.add(id(command))
-                self._answer(command, revoke=revoke, commit_error=commit_error)
-            self.poll()
+        pilot = Autopilot(
+            topic_names=lambda c: {
+                t: self.known_topics[t] for t in c.topic_ids if t in self.known_topics
+            },
+            commit=lambda c: CommitCompleted(c.request_id, dict.fromkeys(c.offsets, commit_error)),
+            consumed_at_stop=self.consumed_at_stop,
+        )
 
-    def _answer(self, command: Command, *, revoke: bool, commit_error: int) -> None:
-        if isinstance(command, FetchMetadata):
-            known = self.known_topics
-            self.handle(MetadataResolved({t: known[t] for t in command.topic_ids if t in known}))
-        elif isinstance(command, FetchCommittedOffsets):
-            self.handle(
-                CommittedOffsetsFetched(command.request_id, dict.fromkeys(command.partitions))
-            )
-        elif isinstance(command, CommitOffsets):
-            errors = dict.fromkeys(command.offsets, commit_error)
-            self.handle(CommitCompleted(command.request_id, errors))
-        elif isinstance(command, StopFetching):
-            self.handle(FetchingStopped(command.request_id, self.consumed_at_stop(command)))
-        elif isinstance(command, InvokeOnRevoke) and revoke:
-            self.handle(RevocationCompleted(command.request_id))
-        elif isinstance(command, InvokeOnAssign | InvokeOnLost):
-            self.handle(CallbackCompleted(command.request_id))
-        elif isinstance(command, ApplyAssignment):
-            self.handle(AssignmentApplied(command.request_id))
+        def answer(command: Command) -> None:
+            if isinstance(command, InvokeOnRevoke) and not revoke:
+                return  # the application has not finished revoking
+            event = pilot.answer(command)
+            if event is not None:
+                self.handle(event)
+
+        answer_pending(self.commands, answer, after_round=self.poll)
 
     def stable(self, assignment: dict[uuid.UUID, tuple[int, ...]], epoch: int = 1) -> SendHeartbeat:
         """Join and reconcile ``assignment``; returns the ack heartbeat (member is STABLE)."""

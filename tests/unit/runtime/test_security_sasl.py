@@ -30,15 +30,13 @@ from consumer._config.types import Secret
 from consumer._runtime.background import ClusterSettings
 from consumer._runtime.connection import BrokerConnection
 from consumer._runtime.retry import CONNECT_RETRY
-from consumer._runtime.security import (
-    ConnectionSecurity,
+from consumer._runtime.sasl_mechanisms import (
     PlainClient,
     SaslAuthenticationFailedError,
     SaslCredentials,
     ScramClient,
-    build_ssl_context,
-    connection_security,
 )
+from consumer._runtime.security import ConnectionSecurity, build_ssl_context, connection_security
 from consumer._wire import build_metadata_request
 from consumer._wire._units import i32_timedelta_from_ms
 from consumer.config import ConfigError, SecurityConfig, parse_config

@@ -19,7 +19,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer.testing.timeline import (
+from consumer.testing.invariants import check
+from consumer.testing.timeline import Timeline
+from consumer.testing.timeline_events import (
     COMMIT_REGRESSION,
     DOUBLE_OWNERSHIP,
     FENCE,
@@ -34,8 +36,6 @@ from consumer.testing.timeline import (
     Processed,
     Produced,
     StateChange,
-    Timeline,
-    check,
 )
 
 STABLE_WITHIN_MS = 7000

@@ -1,18 +1,38 @@
-"""One group member in its own process, for the reliability tier (``python member_proc.py SPEC``).
+"""One group member in its own process, for the tests that kill, pause or cut off a member.
 
-``SPEC`` is a JSON object (built by ``reliability_support.MemberProcess``). The member subscribes
-with ``consumer.Consumer``, consumes in batches, processes each record (records it), commits the
-batch synchronously and stops on SIGTERM with ``close()`` (a graceful leave). Everything goes to
+Started by :func:`spawn` (``python -m tests.member_process SPEC``); read back by
+:class:`MemberView`. ``SPEC`` is a JSON object:
+
+* ``name``, ``file`` (the JSON-lines file it writes), ``topics``, ``config`` (the whole client
+  configuration) and ``impl`` (``"ours"``, the default, or ``"confluent"``: see
+  :func:`tests.support.build_consumer`);
+* ``commit``: ``"batch"`` (the default: each batch is committed synchronously once processed,
+  and ``on_revoke`` commits what was processed of the revoked partitions) or ``"none"`` (never
+  commits; the configuration decides about auto-commit);
+* ``batch`` (records per ``consume()``, default 200) and ``batch_delay_s`` (processing time of a
+  batch, default 0: a kill then lands while the member still has records to do);
+* ``exit_on_exception``: an exception raised by ``consume()`` ends the process (default: it is
+  recorded and the member goes on until one is fatal or 20 have been raised);
+* the faults of the reliability tier: ``revoke_delay_s``, ``slow_revoke_trigger`` and
+  ``slow_revoke_s`` (a slow ``on_revoke``), ``late_commit_revoked`` (commit revoked partitions
+  afterwards), ``assign_raise_once`` (``on_assign`` raises once), ``poll_gaps_s`` (no poll for
+  that long, once STABLE).
+
+The member subscribes, consumes in batches, processes each record (records it), commits as
+``commit`` says, and stops on SIGTERM with ``close()`` (a graceful leave). Everything goes to
 one JSON-lines file, one flushed line per event, so a SIGKILL loses at most a torn last line:
 
-* timeline events in :class:`consumer.testing.timeline.Timeline` form: ``assigned`` (when
-  ``on_assign`` starts), ``revoked`` (when ``on_revoke``/``on_lost`` returns), ``processed``
-  (one per record, before the record counts as done), ``commit`` (each partition a synchronous
-  commit returned without error), ``state`` (``on_state_change``);
-* side events (type ``x``, read by the test only): ``revoke_start``/``lost_start`` (partitions),
-  ``value`` (partition, offset, value of each record), ``error`` (``error_cb``),
-  ``commit_failed``, ``exception`` (raised by ``consume()``), ``slow_revoke``, ``late_commit``,
-  ``gap``, ``closed``.
+* timeline events in :class:`consumer.testing.timeline.Timeline` form, wall-clock stamped:
+  ``assigned`` (when ``on_assign`` starts), ``revoked`` (when ``on_revoke``/``on_lost``
+  returns), ``processed`` (one per record, before the record counts as done), ``commit`` (each
+  partition a synchronous commit returned without error), ``state`` (``on_state_change``, ours
+  only);
+* side events (type ``x``, read by the tests only): ``callback`` (the same callback edges with
+  a ``time.monotonic()`` stamp ``mono``, system-wide on Linux and so comparable with the test's
+  own stamps), ``revoke_start``/``lost_start`` (partitions), ``value`` (partition, offset, value
+  of each record), ``error`` (``error_cb``), ``commit_failed``, ``exception`` (raised by
+  ``consume()``), ``slow_revoke``, ``late_commit``, ``gap``, ``connect`` (ours only: each
+  connection attempt of the control plane), ``member_id``, ``closed``.
 """
 
 from __future__ import annotations
@@ -20,16 +40,92 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, TopicPartition
 
-from consumer import Consumer
-from consumer.testing.timeline import Timeline, wall_clock_ms
+from consumer.testing.timeline import Timeline
+from consumer.testing.timeline_events import wall_clock_ms
+from tests.support import OURS, build_consumer
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def spawn(spec: Mapping[str, Any], stderr_path: Path) -> subprocess.Popen[bytes]:
+    """Start a member process running ``spec``; its stderr goes to ``stderr_path``."""
+    python_path = os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    with open(stderr_path, "wb") as err:
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.member_process", json.dumps(dict(spec))],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": python_path},
+        )
+
+
+@dataclass
+class MemberView:
+    """What one member process wrote so far (read incrementally from its JSON-lines file)."""
+
+    path: Path
+    name: str
+    state: str = "(none)"
+    states: list[tuple[int, str]] = field(default_factory=list)
+    owned: set[tuple[str, int]] = field(default_factory=set)
+    processed: int = 0
+    side: list[dict[str, Any]] = field(default_factory=list)
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    _offset: int = 0
+
+    def refresh(self) -> MemberView:
+        """Read what was added since the last call (a torn last line waits for its end)."""
+        if not self.path.exists():
+            return self
+        with open(self.path, "rb") as stream:
+            stream.seek(self._offset)
+            data = stream.read()
+        end = data.rfind(b"\n")
+        if end < 0:
+            return self
+        self._offset += end + 1
+        for raw in data[: end + 1].splitlines():
+            if not raw.strip():
+                continue
+            line = json.loads(raw)
+            self.lines.append(line)
+            kind = line["type"]
+            if kind == "state":
+                self.state = line["state"]
+                self.states.append((line["at_ms"], line["state"]))
+            elif kind == "assigned":
+                self.owned.add((line["topic"], line["partition"]))
+            elif kind == "revoked":
+                self.owned.discard((line["topic"], line["partition"]))
+            elif kind == "processed":
+                self.processed += 1
+            elif kind == "x":
+                self.side.append(line)
+        return self
+
+    def side_events(self, kind: str) -> list[dict[str, Any]]:
+        self.refresh()
+        return [s for s in self.side if s["kind"] == kind]
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        """Every timeline line of type ``kind`` (``processed``, ``commit``...) so far."""
+        self.refresh()
+        return [line for line in self.lines if line["type"] == kind]
+
+
+# ----------------------------------------------------------------------------------------------
+# The member (runs in the child process)
 
 
 class Member:
@@ -39,6 +135,7 @@ class Member:
         self.spec = spec
         self.name: str = spec["name"]
         self.path = Path(spec["file"])
+        self.commits = spec.get("commit", "batch") == "batch"
         self.timeline = Timeline()
         self.timeline.stream_to(self.path)
         self._side = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in run()
@@ -49,18 +146,12 @@ class Member:
         self.assign_raised = False
         self.revoked_pending: list[tuple[str, int, int]] = []
         self.stable_seen = threading.Event()
-        config = {
-            "bootstrap.servers": spec["bootstrap"],
-            "group.id": spec["group"],
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-            "socket.timeout.ms": 3000,
-            "on_state_change": self.on_state_change,
-            "error_cb": self.on_error,
-            **spec.get("config", {}),
-        }
-        self.consumer = Consumer(config)
-        self._count_control_plane_connects()
+        impl = spec.get("impl", OURS)
+        config: dict[str, Any] = {**spec["config"], "error_cb": self.on_error}
+        if impl == OURS:
+            config["on_state_change"] = self.on_state_change
+            self._count_control_plane_connects()
+        self.consumer = build_consumer(config, impl)
 
     def _count_control_plane_connects(self) -> None:
         """Record each connection attempt of our control plane (side event ``connect``).
@@ -87,6 +178,9 @@ class Member:
             self._side.write(json.dumps(line, separators=(",", ":")) + "\n")
             self._side.flush()
 
+    def callback(self, kind: str, keys: list[tuple[str, int]]) -> None:
+        self.side("callback", callback=kind, partitions=keys, mono=time.monotonic())
+
     def on_state_change(self, _previous: str, current: str) -> None:
         self.timeline.state(self.name, current)
         if current == "STABLE":
@@ -100,6 +194,7 @@ class Member:
     # -- callbacks ---------------------------------------------------------------------------
 
     def on_assign(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+        self.callback("assign", [(tp.topic, tp.partition) for tp in partitions])
         for tp in partitions:
             key = (tp.topic, tp.partition)
             if key in self.owned:
@@ -122,17 +217,20 @@ class Member:
         if delay:
             self.side("slow_revoke", delay_s=delay, partitions=keys)
             time.sleep(delay)  # the deliberate fault: a callback slower than the rebalance timeout
-        self.commit([k for k in keys if k in self.positions], where="revoke")
+        if self.commits:
+            self.commit([k for k in keys if k in self.positions], where="revoke")
         if self.spec.get("late_commit_revoked"):
             self.revoked_pending += [
                 (t, p, self.positions[(t, p)]) for t, p in keys if (t, p) in self.positions
             ]
         self._release(keys)
+        self.callback("revoke", keys)
 
     def on_lost(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
         keys = [(tp.topic, tp.partition) for tp in partitions]
         self.side("lost_start", partitions=keys)
         self._release(keys)
+        self.callback("lost", keys)
 
     def _release(self, keys: list[tuple[str, int]]) -> None:
         for key in keys:
@@ -199,6 +297,8 @@ class Member:
         )
         gaps = [float(g) for g in self.spec.get("poll_gaps_s", [])]
         batch_size = int(self.spec.get("batch", 200))
+        batch_delay_s = float(self.spec.get("batch_delay_s", 0.0))
+        exit_on_exception = bool(self.spec.get("exit_on_exception"))
         failed = 0
         member_id_recorded = False
         while not self.stop.is_set():
@@ -218,6 +318,8 @@ class Member:
             except Exception as exc:  # noqa: BLE001 - recorded; the test judges it
                 fatal = bool(getattr(getattr(exc, "args", [None])[0], "fatal", lambda: False)())
                 self.side("exception", error=f"{type(exc).__name__}: {exc}", fatal=fatal)
+                if exit_on_exception:
+                    raise
                 failed += 1
                 if fatal or failed > 20:
                     break
@@ -239,7 +341,9 @@ class Member:
                 self.side("value", p=partition, o=offset, v=int(value) if value else None)
                 self.positions[(topic, partition)] = offset + 1
                 done.add((topic, partition))
-            if done:
+            if done and batch_delay_s:
+                time.sleep(batch_delay_s)  # simulated processing time, so a kill lands mid-stream
+            if done and self.commits:
                 self.commit(sorted(done), where="batch")
         try:
             self.consumer.close()
