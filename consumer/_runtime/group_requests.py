@@ -43,6 +43,7 @@ from consumer.member import (
     SendHeartbeat,
     TopicPartition,
 )
+from consumer.member.partitions import flatten_assignment
 
 #: Error code reported for transport failures of commits and fetches (retried by the member).
 NETWORK_EXCEPTION = 13
@@ -123,11 +124,7 @@ class GroupRequests:
             return HeartbeatFailed(
                 command.request_id, result.error.code, result.error.broker_message
             )
-        assignment = (
-            None
-            if result.assignment is None
-            else {topic_id: tuple(sorted(p)) for topic_id, p in result.assignment.items()}
-        )
+        assignment = None if result.assignment is None else flatten_assignment(result.assignment)
         return HeartbeatSucceeded(
             request_id=command.request_id,
             member_epoch=result.member_epoch,

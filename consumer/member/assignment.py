@@ -52,10 +52,9 @@ from consumer.member.inputs import (
 )
 from consumer.member.machine import StepCursor
 from consumer.member.partitions import (
-    AssignmentMap,
+    Assignment,
     TopicIdPartition,
     TopicPartition,
-    flatten_assignment,
 )
 from consumer.member.reconcile import name_partitions, plan_round, resolve_target, topic_ids_of
 from consumer.member.rules import (
@@ -120,9 +119,8 @@ class AssignmentManager:
 
     # --- target and names -------------------------------------------------------------------
 
-    def set_target(self, assignment: AssignmentMap) -> bool:
+    def set_target(self, target: Assignment) -> bool:
         """Replace the target; bump the local epoch when its content changed. True if changed."""
-        target = flatten_assignment(assignment)
         if target == self.target:
             return False
         self.target = target

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from consumer.member.errors import MemberConfigError
-from consumer.member.partitions import AssignmentMap, TopicPartition
+from consumer.member.partitions import Assignment, TopicPartition
 
 
 class CloseOption(enum.Enum):
@@ -159,14 +159,15 @@ class AssignmentApplied:
 class HeartbeatSucceeded:
     """A ConsumerGroupHeartbeat response without error.
 
-    ``assignment`` is the target the member may use now (topic id -> partitions), or None for
-    "unchanged since the last response".
+    ``assignment`` is the target the member may use now, or None for "unchanged since the last
+    response" (build one from a topic-id mapping with
+    :func:`~consumer.member.partitions.flatten_assignment`).
     """
 
     request_id: int
     member_epoch: int
     heartbeat_interval_ms: int
-    assignment: AssignmentMap | None = None
+    assignment: Assignment | None = None
     member_id: str | None = None
 
 

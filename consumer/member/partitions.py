@@ -43,12 +43,16 @@ class TopicPartitions:
     partitions: tuple[int, ...]
 
 
-#: What a heartbeat response's ``Assignment`` carries: topic id to partition numbers.
-AssignmentMap = Mapping[uuid.UUID, tuple[int, ...]]
+#: An assignment, as the coordinator gives it: single partitions by topic id. The one shape of
+#: a target from the heartbeat response to the reconciliation (names are resolved once, there).
+Assignment = frozenset[TopicIdPartition]
+#: A topic-id keyed mapping of partition numbers (what the wire and tests write).
+AssignmentMap = Mapping[uuid.UUID, Iterable[int]]
 
 
-def flatten_assignment(assignment: AssignmentMap) -> frozenset[TopicIdPartition]:
-    """Turn a topic-id keyed assignment into a set of single partitions (duplicates collapse)."""
+def flatten_assignment(assignment: AssignmentMap) -> Assignment:
+    """Build an :data:`Assignment` from topic id -> partitions (duplicates collapse, negative
+    partition numbers are dropped)."""
     return frozenset(
         TopicIdPartition(topic_id, partition)
         for topic_id, partitions in assignment.items()

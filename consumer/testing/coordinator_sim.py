@@ -43,7 +43,7 @@ class HeartbeatResponse:
     member_id: str | None = None
     member_epoch: int = 0
     heartbeat_interval_ms: int = 0
-    assignment: dict[uuid.UUID, tuple[int, ...]] | None = None
+    assignment: frozenset[TopicIdPartition] | None = None
 
 
 class ServerMemberState(enum.Enum):
@@ -169,17 +169,11 @@ class CoordinatorSim:
         before = member.assigned
         self._advance(member, reported, now_ms)
         include = request.member_epoch == 0 or request.is_full or member.assigned != before
-        assignment = None
-        if include:
-            by_topic: dict[uuid.UUID, list[int]] = {}
-            for item in member.assigned:
-                by_topic.setdefault(item.topic_id, []).append(item.partition)
-            assignment = {tid: tuple(sorted(ps)) for tid, ps in by_topic.items()}
         return HeartbeatResponse(
             member_id=member.member_id,
             member_epoch=member.epoch,
             heartbeat_interval_ms=self.heartbeat_interval_ms,
-            assignment=assignment,
+            assignment=member.assigned if include else None,
         )
 
     def _validate(self, request: HeartbeatRequest) -> str | None:

@@ -52,6 +52,7 @@ from consumer.member import (
     TopicPartition,
     Unsubscribed,
 )
+from consumer.member.partitions import flatten_assignment
 
 pytestmark = pytest.mark.reliability
 
@@ -64,7 +65,10 @@ ERROR_CODES = st.one_of(
 )
 EPOCHS = st.one_of(st.integers(-3, 50), st.sampled_from([2**31 - 1, -(2**31)]))
 PARTITIONS = st.lists(st.integers(-2, 40), max_size=6).map(tuple)
-ASSIGNMENTS = st.one_of(st.none(), st.dictionaries(st.sampled_from(TOPICS), PARTITIONS, max_size=3))
+ASSIGNMENTS = st.one_of(
+    st.none(),
+    st.dictionaries(st.sampled_from(TOPICS), PARTITIONS, max_size=3).map(flatten_assignment),
+)
 TPS = st.builds(TopicPartition, st.sampled_from(["a", "b", "zz"]), st.integers(-1, 40))
 OFFSETS = st.dictionaries(TPS, st.integers(-(2**63), 2**63 - 1), max_size=4)
 FUZZ = settings(

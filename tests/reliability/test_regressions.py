@@ -43,6 +43,7 @@ from consumer.member import (
     SendHeartbeat,
     Subscribed,
 )
+from consumer.member.partitions import flatten_assignment
 from consumer.testing.autopilot import Autopilot, answer_pending
 from consumer.testing.timeline_events import FENCE
 from tests.support import (
@@ -109,7 +110,8 @@ class Core:
         self.handle(AppPolled())
         self.handle(CoordinatorChanged(1))
         join = self.heartbeats()[-1]
-        self.handle(HeartbeatSucceeded(join.request_id, 1, 500, {TOPIC_ID: partitions}))
+        target = flatten_assignment({TOPIC_ID: partitions})
+        self.handle(HeartbeatSucceeded(join.request_id, 1, 500, target))
 
 
 def test_core_retries_stale_epoch_offset_fetch_instead_of_reset() -> None:

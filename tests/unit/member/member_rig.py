@@ -23,6 +23,7 @@ from consumer.member import (
     Subscribed,
     TopicPartition,
 )
+from consumer.member.partitions import flatten_assignment
 from consumer.testing.autopilot import Autopilot, answer_pending
 
 FOO = uuid.UUID("00000000-0000-0000-0000-00000000f001")
@@ -100,7 +101,8 @@ class MemberRig:
         assignment: dict[uuid.UUID, tuple[int, ...]] | None = None,
         interval_ms: int = 5_000,
     ) -> list[Command]:
-        out = self.handle(HeartbeatSucceeded(heartbeat.request_id, epoch, interval_ms, assignment))
+        target = None if assignment is None else flatten_assignment(assignment)
+        out = self.handle(HeartbeatSucceeded(heartbeat.request_id, epoch, interval_ms, target))
         return out + self.poll()
 
     def answer_everything(self, *, revoke: bool = True, commit_error: int = 0) -> None:

@@ -51,6 +51,7 @@ from consumer.member import (
     TopicPartition,
     Unsubscribed,
 )
+from consumer.member.partitions import flatten_assignment
 
 assignments = st.one_of(
     st.none(),
@@ -179,7 +180,8 @@ def _event_for(  # noqa: C901
     if kind == "hb-ok" and isinstance(last_hb, SendHeartbeat):
         assignment = step[2]
         epoch = max(r.member.member_epoch, 0) + int(step[1])  # type: ignore[call-overload]
-        return HeartbeatSucceeded(last_hb.request_id, epoch, 5_000, assignment)  # type: ignore[arg-type]
+        target = None if assignment is None else flatten_assignment(assignment)  # type: ignore[arg-type]
+        return HeartbeatSucceeded(last_hb.request_id, epoch, 5_000, target)
     if kind == "hb-error" and isinstance(last_hb, SendHeartbeat):
         return HeartbeatFailed(last_hb.request_id, int(step[1]))  # type: ignore[call-overload]
     if kind == "hb-transport" and isinstance(last_hb, SendHeartbeat):

@@ -44,6 +44,7 @@ from consumer.member import (
     Unsubscribed,
 )
 from consumer.member.inputs import INPUT_TYPES
+from consumer.member.partitions import flatten_assignment
 
 S = MemberState
 FOO_0 = TopicPartition("foo", 0)
@@ -116,7 +117,7 @@ def sample_input(kind: type, r: MemberRig) -> Input:
         ),
         AssignmentApplied: lambda: AssignmentApplied(last_id(ApplyAssignment)),
         HeartbeatSucceeded: lambda: HeartbeatSucceeded(
-            last_id(SendHeartbeat), 2, 5_000, {FOO: (1,), BAR: (0,)}
+            last_id(SendHeartbeat), 2, 5_000, flatten_assignment({FOO: (1,), BAR: (0,)})
         ),
         HeartbeatFailed: lambda: HeartbeatFailed(last_id(SendHeartbeat), 110),
         HeartbeatTransportFailed: lambda: HeartbeatTransportFailed(last_id(SendHeartbeat)),
