@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from consumer._runtime.cluster import ClusterClient
 from consumer._wire import (
     ApiKey,
-    HeartbeatFields,
     NegotiatedVersions,
     OffsetCommitFields,
     OffsetFetchFields,
@@ -80,28 +79,10 @@ class GroupRequests:
 
         ``timeout_ms`` bounds the wait for the answer (default: the request timeout).
         """
-        request = command.request
-        owned = (
-            None
-            if request.topic_partitions is None
-            else {entry.topic_id: entry.partitions for entry in request.topic_partitions}
-        )
-        fields = HeartbeatFields(
-            group_id=request.group_id,
-            member_id=request.member_id,
-            member_epoch=request.member_epoch,
-            instance_id=request.instance_id,
-            rack_id=request.rack_id,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            subscribed_topic_names=request.subscribed_topic_names,
-            subscribed_topic_regex=request.subscribed_topic_regex,
-            server_assignor=request.server_assignor,
-            owned_partitions=owned,
-        )
 
         def build(versions: NegotiatedVersions) -> object:
             return build_heartbeat_request(
-                fields, versions.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+                command.request, versions.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
             )
 
         try:
