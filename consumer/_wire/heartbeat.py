@@ -9,7 +9,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol, TypeAlias, TypeVar
+from typing import Final, Protocol, TypeAlias
 
 from kio.schema.consumer_group_heartbeat import v0, v1
 from kio.schema.consumer_group_heartbeat.v0 import request as request_v0
@@ -20,6 +20,7 @@ from kio.static.protocol import ResponsePayload
 
 from consumer.errors import KafkaError, ProtocolError, UnsupportedBrokerError, error_or_none
 
+from ._by_version import by_version
 from ._units import i32_timedelta_from_ms, ms_from_timedelta
 
 __all__ = [
@@ -39,7 +40,15 @@ ConsumerGroupHeartbeatResponse: TypeAlias = (
     v0.ConsumerGroupHeartbeatResponse | v1.ConsumerGroupHeartbeatResponse
 )
 _RESPONSE_CLASSES: Final = (v0.ConsumerGroupHeartbeatResponse, v1.ConsumerGroupHeartbeatResponse)
-_RequestT = TypeVar("_RequestT", v0.ConsumerGroupHeartbeatRequest, v1.ConsumerGroupHeartbeatRequest)
+#: Per version: the request class and its owned-partitions entry class.
+_REQUEST_TYPES: Final[
+    Mapping[int, tuple[Callable[..., ConsumerGroupHeartbeatRequest], Callable[..., object]]]
+] = {
+    0: (v0.ConsumerGroupHeartbeatRequest, request_v0.TopicPartitions),
+    1: (v1.ConsumerGroupHeartbeatRequest, request_v1.TopicPartitions),
+}
+#: The first version that can carry a subscription regex.
+_FIRST_REGEX_VERSION: Final = 1
 
 
 class OwnedTopicPartitions(Protocol):
@@ -106,34 +115,18 @@ def build_heartbeat_request(
         UnsupportedBrokerError: a subscription regex at v0, which cannot carry it.
         ValueError: an unknown version.
     """
-    match version:
-        case 1:
-            return _build(
-                v1.ConsumerGroupHeartbeatRequest,
-                request_v1.TopicPartitions,
-                content,
-                subscribed_topic_regex=content.subscribed_topic_regex,
-            )
-        case 0:
-            if content.subscribed_topic_regex is not None:
-                raise UnsupportedBrokerError(
-                    "subscribing with a regular expression needs ConsumerGroupHeartbeat v1 "
-                    "(Apache Kafka 4.0+); this broker only offers v0"
-                )
-            return _build(v0.ConsumerGroupHeartbeatRequest, request_v0.TopicPartitions, content)
-    raise ValueError(f"ConsumerGroupHeartbeat v{version} is not supported (v0-v1)")
-
-
-def _build(
-    request_type: Callable[..., _RequestT],
-    topic_type: Callable[..., object],
-    content: HeartbeatContent,
-    **version_fields: object,
-) -> _RequestT:
-    """The fields every version shares, plus ``version_fields``."""
+    make_request, make_topic = by_version("ConsumerGroupHeartbeat", version, _REQUEST_TYPES)
+    version_fields: dict[str, object] = {}
+    if version >= _FIRST_REGEX_VERSION:
+        version_fields["subscribed_topic_regex"] = content.subscribed_topic_regex
+    elif content.subscribed_topic_regex is not None:
+        raise UnsupportedBrokerError(
+            "subscribing with a regular expression needs ConsumerGroupHeartbeat v1 "
+            "(Apache Kafka 4.0+); this broker only offers v0"
+        )
     names = content.subscribed_topic_names
     owned = content.topic_partitions
-    return request_type(
+    return make_request(
         group_id=GroupId(content.group_id),
         member_id=content.member_id,
         member_epoch=i32(content.member_epoch),
@@ -145,7 +138,7 @@ def _build(
         topic_partitions=None
         if owned is None
         else tuple(
-            topic_type(topic_id=entry.topic_id, partitions=_sorted_i32(entry.partitions))
+            make_topic(topic_id=entry.topic_id, partitions=_sorted_i32(entry.partitions))
             for entry in owned
         ),
         **version_fields,
