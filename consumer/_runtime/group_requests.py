@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
@@ -49,6 +50,8 @@ from consumer.member import (
 NETWORK_EXCEPTION = 13
 #: Code used when the cluster cannot run the consumer protocol at all.
 UNSUPPORTED_VERSION = 35
+
+_Parsed = TypeVar("_Parsed")
 
 #: What a heartbeat is answered with.
 HeartbeatAnswer = HeartbeatSucceeded | HeartbeatFailed | HeartbeatTransportFailed
@@ -160,17 +163,16 @@ class GroupRequests:
             member_epoch=command.member_epoch,
             offsets=offsets,
         )
-        try:
-            response = await self._offsets_request(
-                ApiKey.OFFSET_COMMIT,
-                [o.topic_id for o in offsets],
-                lambda version: build_offset_commit_request(fields, version),
-            )
-            results = parse_offset_commit_response(response, topic_names_by_id=self._names())
-        except KafkaError as exc:
-            return CommitCompleted(command.request_id, error_code=exc.code)
-        except ConsumerError:
-            return CommitCompleted(command.request_id, error_code=NETWORK_EXCEPTION)
+        results = await self._offsets_call(
+            ApiKey.OFFSET_COMMIT,
+            [o.topic_id for o in offsets],
+            lambda version: build_offset_commit_request(fields, version),
+            lambda response: parse_offset_commit_response(
+                response, topic_names_by_id=self._names()
+            ),
+        )
+        if isinstance(results, int):
+            return CommitCompleted(command.request_id, error_code=results)
         errors = {
             TopicPartition(result.topic or "", result.partition): (
                 0 if result.error is None else result.error.code
@@ -191,17 +193,14 @@ class GroupRequests:
             member_id=command.member_id,
             member_epoch=command.member_epoch,
         )
-        try:
-            response = await self._offsets_request(
-                ApiKey.OFFSET_FETCH,
-                [p.topic_id for p in partitions],
-                lambda version: build_offset_fetch_request(fields, version),
-            )
-            result = parse_offset_fetch_response(response, topic_names_by_id=self._names())
-        except KafkaError as exc:
-            return CommittedOffsetsFetched(command.request_id, error_code=exc.code)
-        except ConsumerError:
-            return CommittedOffsetsFetched(command.request_id, error_code=NETWORK_EXCEPTION)
+        result = await self._offsets_call(
+            ApiKey.OFFSET_FETCH,
+            [p.topic_id for p in partitions],
+            lambda version: build_offset_fetch_request(fields, version),
+            lambda response: parse_offset_fetch_response(response, topic_names_by_id=self._names()),
+        )
+        if isinstance(result, int):
+            return CommittedOffsetsFetched(command.request_id, error_code=result)
         if result.error is not None:
             return CommittedOffsetsFetched(command.request_id, error_code=result.error.code)
         offsets: dict[TopicPartition, int | None] = {}
@@ -214,21 +213,32 @@ class GroupRequests:
                 offsets[tp] = entry.offset if entry.offset >= 0 else None
         return CommittedOffsetsFetched(command.request_id, offsets=offsets, partition_errors=errors)
 
-    async def _offsets_request(
+    async def _offsets_call(
         self,
         api_key: ApiKey,
         topic_ids: list[uuid.UUID | None],
         build: Callable[[int], RequestPayload],
-    ) -> ResponsePayload:
+        parse: Callable[[ResponsePayload], _Parsed],
+    ) -> _Parsed | int:
         """Send an OffsetCommit/OffsetFetch built at the version :func:`offsets_version` picks
-        for the coordinator's range and ``topic_ids`` (v10 only when every id is known)."""
+        for the coordinator's range and ``topic_ids`` (v10 only when every id is known).
+
+        Returns the parsed response, or the error code of a failure: the broker's, or
+        NETWORK_EXCEPTION for a transport failure (both retried by the member where it can).
+        """
 
         def build_for(versions: NegotiatedVersions) -> RequestPayload:
             return build(offsets_version(versions.version_for(api_key), topic_ids))
 
-        return await self._cluster.coordinator_request(
-            self._group_id, build_for, timeout_ms=self._request_timeout_ms
-        )
+        try:
+            response = await self._cluster.coordinator_request(
+                self._group_id, build_for, timeout_ms=self._request_timeout_ms
+            )
+            return parse(response)
+        except KafkaError as exc:
+            return exc.code
+        except ConsumerError:
+            return NETWORK_EXCEPTION
 
     def _names(self) -> dict[uuid.UUID, str]:
         return {topic_id: name for name, topic_id in self._topic_ids.items()}
