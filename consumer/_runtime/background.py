@@ -212,9 +212,11 @@ class BackgroundRuntime:
         try:
             while not self._stop_requested:
                 wakeup.clear()
-                for event in self._to_background.drain():
+                events = self._to_background.drain()
+                for index, event in enumerate(events):
                     if isinstance(event, StopLoop):
                         self._stop_requested = True
+                        _refuse_requests(events[index + 1 :])
                         break
                     if isinstance(event, FetchCommitted):
                         self._answer_committed(event)
@@ -243,9 +245,7 @@ class BackgroundRuntime:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             await cluster.close()
-            for event in self._to_background.drain():
-                if isinstance(event, FetchCommitted):
-                    _refuse(event)
+            _refuse_requests(self._to_background.drain())
 
     def _member_group_id(self) -> str:
         return self._member.config.group_id
@@ -348,3 +348,10 @@ def _settle(
 def _refuse(request: FetchCommitted) -> None:
     """Fail a ``committed()`` request the stopping loop will not answer."""
     _settle(request, error=KafkaConnectionError("the consumer's background loop is not running"))
+
+
+def _refuse_requests(events: list[AppEvent]) -> None:
+    """Fail the ``committed()`` requests among events left behind by a stopping loop."""
+    for event in events:
+        if isinstance(event, FetchCommitted):
+            _refuse(event)
