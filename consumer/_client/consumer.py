@@ -17,7 +17,6 @@ from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
-from consumer._bridge.last_poll import monotonic_ms
 from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.app_thread import AppThreadServer, Callbacks, RebalanceCallback
@@ -235,7 +234,6 @@ class Consumer:
             asynchronous=asynchronous,
             member_started=self._runtime is not None,
             last_poll_report_ms=self._polls.last_report_ms,
-            now_ms=monotonic_ms(),
         )
 
     def store_offsets(

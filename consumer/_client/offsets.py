@@ -15,6 +15,7 @@ from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
+from consumer._bridge.last_poll import monotonic_ms
 from consumer._bridge.messages import AppEvent, FetchCommitted
 from consumer._bridge.queues import ToBackground
 from consumer._client.app_thread import AppThreadServer, CommitWaiter
@@ -98,12 +99,12 @@ class OffsetBook:
         asynchronous: bool,
         member_started: bool,
         last_poll_report_ms: int,
-        now_ms: int,
     ) -> list[KafkaTopicPartition] | None:
         """``commit()``: see :meth:`consumer.Consumer.commit`.
 
         ``last_poll_report_ms`` is when the member was last told the application polled
-        (``now_ms``'s clock); a synchronous commit returns before that report runs out.
+        (:func:`~consumer._bridge.last_poll.monotonic_ms` time); a synchronous commit returns
+        before that report runs out.
         """
         everything = message is None and offsets is None
         consumed = self.consumed(server.owned) if everything else {}
@@ -130,7 +131,7 @@ class OffsetBook:
         # A synchronous commit is retried only while the caller waits for it: once it gave up
         # (and perhaps consumed on), a late retry must not overwrite newer offsets.
         timeout_ms = sync_commit_timeout_ms(
-            self._config.max_poll_interval_ms, last_poll_report_ms, now_ms
+            self._config.max_poll_interval_ms, last_poll_report_ms, monotonic_ms()
         )
         self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
         timeout_s = timeout_ms / 1000
