@@ -20,11 +20,11 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from consumer._bridge.messages import AppEvent, RuntimeFailed, StateChanged, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.dataplane import DataPlane
 from consumer._client.errors import ConsumerKafkaException, kafka_exception
 from consumer._logging import AnyLogger
-from consumer._runtime.background import AppEvent, RuntimeFailed, StateChanged, ToAppEvent
 from consumer.member import (
     ApplyAssignment,
     AssignmentApplied,

@@ -8,30 +8,18 @@ a Python queue.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
-from collections.abc import Iterable
 from types import TracebackType
 from typing import Any
 
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from consumer._bridge.handle import RuntimeHandle
+from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
-from consumer._client.app_thread import (
-    AppThreadServer,
-    Callbacks,
-    CommitWaiter,
-    RebalanceCallback,
-)
-from consumer._client.commits import (
-    COMMIT_REPORT_GRACE_S,
-    commit_outcome,
-    offsets_named,
-    refuse_foreign,
-    sync_commit_timeout_ms,
-)
+from consumer._client.app_thread import AppThreadServer, Callbacks, RebalanceCallback
 from consumer._client.dataplane import DataPlane
 from consumer._client.errors import (
     CallbackMisuseError,
@@ -39,28 +27,17 @@ from consumer._client.errors import (
     ConsumerKafkaException,
     kafka_exception,
 )
+from consumer._client.offsets import OffsetBook
+from consumer._client.polling import PollReporter
 from consumer._client.settings import (
     check_callbacks,
     cluster_settings,
     member_config,
     subscription_event,
 )
-from consumer._runtime.background import (
-    AppEvent,
-    BackgroundRuntime,
-    ToAppEvent,
-)
+from consumer._runtime import BackgroundRuntime
 from consumer.config import ConsumerConfig, parse_config
-from consumer.member import (
-    AppPolled,
-    CloseRequested,
-    CommitRequested,
-    ConsumedOffsetsReported,
-    MemberState,
-    ReportCommitResult,
-    TopicPartition,
-    Unsubscribed,
-)
+from consumer.member import CloseRequested, MemberState, TopicPartition, Unsubscribed
 
 #: How long one wait inside poll() may block before the background's events are checked again.
 #: librdkafka's poll cannot be woken from another thread, so this bounds how long an assignment
@@ -82,10 +59,6 @@ _REBALANCING = frozenset(
 _FAST_POLL_BUDGET = 256
 
 
-def _monotonic_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
-
 def _deadline(timeout: float | None) -> float:
     if timeout is None or timeout < 0:
         return math.inf
@@ -104,19 +77,10 @@ class Consumer:
         self._to_background: ToBackground[AppEvent] = ToBackground()
         self._to_application: ToApplication[ToAppEvent] = ToApplication()
         self._dataplane = DataPlane(dict(self._config.data_plane))
-        self._runtime: BackgroundRuntime | None = None
-        self._tokens = itertools.count(1)
-        self._stored_offsets: dict[TopicPartition, int] = {}
+        self._runtime: RuntimeHandle | None = None
+        self._offsets = OffsetBook(self._config, self._dataplane, self._to_background)
         self._closed = False
-        self._last_poll_report_ms = 0
-        self._poll_report_interval_ms = max(
-            10,
-            min(
-                1000,
-                self._config.auto_commit_interval_ms or 1000,
-                self._config.max_poll_interval_ms // 4,
-            ),
-        )
+        self._polls = PollReporter(self._config, self._to_background)
         self._server = AppThreadServer(
             consumer=self,
             dataplane=self._dataplane,
@@ -128,9 +92,8 @@ class Consumer:
                 logger=self._config.logger,
             ),
             auto_offset_reset=self._config.auto_offset_reset,
-            consumed_offsets=self._consumed_offsets,
+            consumed_offsets=self._offsets.consumed,
         )
-        self._committed_results: dict[int, Any] = {}
         self._fast_poll_ok = False
         self._fast_polls_left = 0
         self._raw_poll = self._dataplane.raw_poll
@@ -172,7 +135,7 @@ class Consumer:
         self._check_open()
         self._check_not_in_callback("unsubscribe")
         if self._runtime is not None:
-            self._report_consumed()
+            self._offsets.report_consumed(self._server.owned)
             self._to_background.put(Unsubscribed())
 
     # --- records --------------------------------------------------------------------------------
@@ -195,20 +158,30 @@ class Consumer:
         self._fast_poll_ok = False
         deadline = _deadline(timeout)
         while True:
-            self._server.serve()
-            self._signal_poll()
-            remaining = deadline - time.monotonic()
-            if not self._dataplane.has_assignment:
-                if remaining <= 0:
-                    return None
-                self._to_application.wait(min(remaining, self._slice_s()))
-                continue
-            message = self._dataplane.poll(max(0.0, min(remaining, self._slice_s())))
-            if message is not None:
-                self._arm_fast_poll()
-                return message
+            remaining, fetch_s = self._poll_turn(deadline)
+            if fetch_s is not None:
+                message = self._dataplane.poll(fetch_s)
+                if message is not None:
+                    self._arm_fast_poll()
+                    return message
             if remaining <= 0:
                 return None
+
+    def _poll_turn(self, deadline: float) -> tuple[float, float | None]:
+        """One turn of poll()/consume(): serve the background's events, report the poll.
+
+        Returns the time left before ``deadline`` (measured after serving) and how long the
+        data plane may be waited on now; ``None`` when nothing is assigned, in which case this
+        turn has already waited (at most one slice) for the background's next event.
+        """
+        self._server.serve()
+        self._signal_poll()
+        remaining = deadline - time.monotonic()
+        if self._dataplane.has_assignment:
+            return remaining, max(0.0, min(remaining, self._slice_s()))
+        if remaining > 0:
+            self._to_application.wait(min(remaining, self._slice_s()))
+        return remaining, None
 
     def _arm_fast_poll(self) -> None:
         """Allow the fast path until the background queues something for this thread."""
@@ -233,19 +206,13 @@ class Consumer:
         self._enter_poll()
         deadline = _deadline(timeout)
         while True:
-            self._server.serve()
-            self._signal_poll()
-            remaining = deadline - time.monotonic()
-            if not self._dataplane.has_assignment:
-                if remaining <= 0:
-                    return []
-                self._to_application.wait(min(remaining, self._slice_s()))
-                continue
-            messages = self._dataplane.consume(
-                num_messages, max(0.0, min(remaining, self._slice_s()))
-            )
-            if messages or remaining <= 0:
-                return messages
+            remaining, fetch_s = self._poll_turn(deadline)
+            if fetch_s is not None:
+                messages = self._dataplane.consume(num_messages, fetch_s)
+                if messages:
+                    return messages
+            if remaining <= 0:
+                return []
 
     # --- offsets --------------------------------------------------------------------------------
 
@@ -261,80 +228,28 @@ class Consumer:
         request failure; asynchronous results go to ``on_commit(err, partitions)``.
         """
         self._check_open()
-        everything = message is None and offsets is None
-        consumed = self._consumed_offsets(self._server.owned) if everything else {}
-        chosen = offsets_named(message, offsets, consumed)
-        if self._runtime is None:
-            raise kafka_exception(
-                KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
-            )
-        refuse_foreign(chosen, self._server.owned)
-        token = next(self._tokens)
-        outcome: list[ReportCommitResult] = []
-
-        def on_result(result: ReportCommitResult) -> None:
-            outcome.append(result)
-            if asynchronous and self._config.on_commit is not None:
-                error, partitions = commit_outcome(chosen, result)
-                self._config.on_commit(error, partitions)
-
-        self._server.commit_waiters[token] = CommitWaiter(chosen, on_result)
-        if asynchronous:
-            self._to_background.put(CommitRequested(token, dict(chosen)))
-            return None
-        # A synchronous commit is retried only while the caller waits for it: once it gave up
-        # (and perhaps consumed on), a late retry must not overwrite newer offsets.
-        timeout_ms = sync_commit_timeout_ms(
-            self._config.max_poll_interval_ms, self._last_poll_report_ms, _monotonic_ms()
+        return self._offsets.commit(
+            self._server,
+            message,
+            offsets,
+            asynchronous=asynchronous,
+            member_started=self._runtime is not None,
+            last_poll_report_ms=self._polls.last_report_ms,
         )
-        self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
-        timeout_s = timeout_ms / 1000
-        if not self._server.take_commit_result(token, timeout_s + COMMIT_REPORT_GRACE_S):
-            self._server.commit_waiters.pop(token, None)
-            raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
-        error, partitions = commit_outcome(chosen, outcome[0])
-        if error is not None:
-            raise ConsumerKafkaException(error)
-        return partitions
 
     def store_offsets(
         self, message: Message | None = None, offsets: list[KafkaTopicPartition] | None = None
     ) -> None:
         """Store offsets for the next commit (needs ``enable.auto.offset.store=false``)."""
         self._check_open()
-        if self._config.enable_auto_offset_store:
-            raise kafka_exception(
-                KafkaError._INVALID_ARG,
-                "store_offsets() needs enable.auto.offset.store=false",
-            )
-        if (message is None) == (offsets is None):
-            raise ValueError("store_offsets() takes exactly one of message or offsets")
-        if message is not None:
-            key = TopicPartition(message.topic() or "", message.partition() or 0)
-            self._stored_offsets[key] = (message.offset() or 0) + 1
-        else:
-            for tp in offsets or ():
-                self._stored_offsets[TopicPartition(tp.topic, tp.partition)] = tp.offset
+        self._offsets.store(message, offsets)
 
     def committed(
         self, partitions: list[KafkaTopicPartition], timeout: float | None = -1
     ) -> list[KafkaTopicPartition]:
         """The committed offsets of ``partitions`` (OffsetFetch with the member epoch)."""
         self._check_open()
-        self._ensure_runtime()
-        wanted = tuple(TopicPartition(tp.topic, tp.partition) for tp in partitions)
-        assert self._runtime is not None
-        timeout_s = 60.0 if timeout is None or timeout < 0 else float(timeout)
-        try:
-            result = self._runtime.fetch_committed_blocking(wanted, timeout_s=timeout_s)
-        except TimeoutError:
-            raise kafka_exception(
-                KafkaError._TIMED_OUT, f"committed() timed out after {timeout_s} s"
-            ) from None
-        return [
-            KafkaTopicPartition(tp.topic, tp.partition, offset)
-            for tp, offset in zip(wanted, result, strict=True)
-        ]
+        return self._offsets.committed(self._ensure_runtime(), partitions, timeout)
 
     def position(self, partitions: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
         """The offset of the next record to return, per partition (OFFSET_INVALID if unknown)."""
@@ -437,7 +352,7 @@ class Consumer:
         try:
             runtime = self._runtime
             if runtime is not None and not runtime.finished:
-                self._report_consumed()
+                self._offsets.report_consumed(self._server.owned)
                 self._to_background.put(CloseRequested())
                 deadline = time.monotonic() + self._config.max_poll_interval_ms / 1000
                 while not self._server.shut_down and not runtime.finished:
@@ -468,18 +383,23 @@ class Consumer:
 
     # --- internals ------------------------------------------------------------------------------
 
-    def _ensure_runtime(self) -> None:
-        if self._runtime is not None:
-            if self._runtime.finished and self._runtime.failure is not None:
+    def _ensure_runtime(self) -> RuntimeHandle:
+        """The background runtime, started on first use (the one call into consumer._runtime)."""
+        runtime = self._runtime
+        if runtime is not None:
+            if runtime.finished and runtime.failure is not None:
                 self._server.raise_pending()
-            return
-        self._runtime = BackgroundRuntime(
+            return runtime
+        runtime = BackgroundRuntime(
             member_config(self._config),
             cluster_settings(self._config),
             self._to_background,
             self._to_application,
+            last_poll=self._polls.last_poll,
         )
-        self._runtime.start()
+        self._runtime = runtime
+        runtime.start()
+        return runtime
 
     def _enter_poll(self) -> None:
         self._check_open()
@@ -497,34 +417,11 @@ class Consumer:
     def _signal_poll(self) -> None:
         """Tell the member the application is alive (throttled), with its consumed offsets."""
         runtime = self._runtime
-        if runtime is None:
-            return
-        now_ms = _monotonic_ms()
-        runtime.app_polled_ms = now_ms
-        if now_ms - self._last_poll_report_ms >= self._poll_report_interval_ms or runtime.state in (
-            MemberState.UNSUBSCRIBED,
-            MemberState.STALE,
-        ):
-            self._last_poll_report_ms = now_ms
-            consumed = (
-                self._consumed_offsets(self._server.owned)
-                if self._config.enable_auto_commit
-                else None
-            )
-            self._to_background.put(AppPolled(consumed_offsets=consumed or None))
+        if runtime is not None:
+            self._polls.signal(runtime.state, self._consumed_now)
 
-    def _report_consumed(self) -> None:
-        consumed = self._consumed_offsets(self._server.owned)
-        if consumed:
-            self._to_background.put(ConsumedOffsetsReported(consumed))
-
-    def _consumed_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """Next offset to read per partition: positions, or stored offsets when storing by hand."""
-        wanted = list(partitions)
-        if not self._config.enable_auto_offset_store:
-            return {tp: self._stored_offsets[tp] for tp in wanted if tp in self._stored_offsets}
-        positions = self._dataplane.positions((tp.topic, tp.partition) for tp in wanted)
-        return {TopicPartition(t, p): offset for (t, p), offset in positions.items()}
+    def _consumed_now(self) -> dict[TopicPartition, int]:
+        return self._offsets.consumed(self._server.owned)
 
     def _check_open(self) -> None:
         if self._closed:

@@ -1,14 +1,13 @@
 """The data plane: a librdkafka consumer used only to fetch records of partitions we assign.
 
-This is the only module that constructs ``confluent_kafka.Consumer``. The consumer it builds
-never subscribes, never commits and never fetches committed offsets: the member does all of that
-with its epoch. Partitions are added and removed with ``incremental_assign`` /
-``incremental_unassign`` at explicit start offsets (the committed offset the member fetched, or
-the logical beginning/end the reset policy names), so librdkafka never consults a group for them.
+The librdkafka consumer comes from :mod:`consumer._client.librdkafka`. It never subscribes,
+never commits and never fetches committed offsets: the member does all of that with its epoch.
+Partitions are added and removed with ``incremental_assign`` / ``incremental_unassign`` at
+explicit start offsets (the committed offset the member fetched, or the logical beginning/end
+the reset policy names), so librdkafka never consults a group for them.
 
 librdkafka refuses to create a consumer without a ``group.id`` even in assign mode; the group id
-it is given is the member's, but with ``enable.auto.commit=false`` and no ``subscribe()`` it
-neither joins that group nor commits to it.
+it is given is the member's, but it neither joins that group nor commits to it.
 """
 
 from __future__ import annotations
@@ -19,11 +18,12 @@ from typing import Any
 from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
-    Consumer,
     KafkaException,
     Message,
     TopicPartition,
 )
+
+from consumer._client.librdkafka import assign_mode_consumer
 
 #: Logical start positions a reset policy maps to.
 START_AT_BEGINNING = OFFSET_BEGINNING
@@ -42,10 +42,7 @@ class DataPlane:
     """
 
     def __init__(self, config: Mapping[str, Any]) -> None:
-        settings = dict(config)
-        settings["enable.auto.commit"] = False
-        settings["enable.auto.offset.store"] = False
-        self._consumer = Consumer(settings)
+        self._consumer = assign_mode_consumer(config)
         #: librdkafka's poll, bound once: the Consumer's fast path calls it directly.
         self.raw_poll = self._consumer.poll
         self._assigned: set[TopicPartitionKey] = set()

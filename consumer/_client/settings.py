@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from consumer._runtime.background import ClusterSettings
+from consumer._bridge.settings import ClusterSettings
 from consumer.config import ConsumerConfig
 from consumer.member import MemberConfig, Subscribed
 

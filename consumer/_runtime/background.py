@@ -15,22 +15,27 @@ import asyncio
 import contextlib
 import random
 import threading
-import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
+from consumer._bridge.last_poll import LastPoll, monotonic_ms
+from consumer._bridge.messages import (
+    AppEvent,
+    FetchCommitted,
+    RuntimeFailed,
+    StateChanged,
+    StopLoop,
+    ToAppEvent,
+)
 from consumer._bridge.queues import ToApplication, ToBackground
-from consumer._config.spec import spec_default
-from consumer._logging import AnyLogger, log_to, routed_logger
+from consumer._bridge.settings import ClusterSettings
+from consumer._logging import log_to, routed_logger
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.group_requests import Answer, GroupRequests
 from consumer._runtime.retry import reconnect_policy
-from consumer._runtime.security import SecuritySettings
 from consumer.errors import KafkaConnectionError, error_for_code
 from consumer.member import (
     AppPolled,
     CommitOffsets,
-    CommittedOffsetsFetched,
     FetchCommittedOffsets,
     FetchMetadata,
     FindCoordinator,
@@ -53,49 +58,6 @@ _MIN_HEARTBEAT_TIMEOUT_MS = 3_000
 _DRAIN_TIMEOUT_S = 5.0
 
 
-def monotonic_ms() -> int:
-    """Milliseconds of a monotonic clock (the member's notion of now)."""
-    return time.monotonic_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class StopLoop:
-    """Application -> background: stop now (after close, or when abandoning the member)."""
-
-
-@dataclass(frozen=True, slots=True)
-class StateChanged:
-    """Background -> application: the member moved from ``previous`` to ``current``."""
-
-    previous: MemberState
-    current: MemberState
-
-
-@dataclass(frozen=True, slots=True)
-class RuntimeFailed:
-    """Background -> application: the loop died; ``error`` says why."""
-
-    error: BaseException
-
-
-AppEvent = Input | StopLoop
-ToAppEvent = MemberCommand | StateChanged | RuntimeFailed
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterSettings:
-    """How the runtime reaches the cluster, and where it logs (defaults: the key table's)."""
-
-    bootstrap_servers: str
-    client_id: str
-    connect_timeout_ms: int = spec_default("socket.connection.setup.timeout.ms", int)
-    request_timeout_ms: int = spec_default("socket.timeout.ms", int)
-    security: SecuritySettings | None = None  # TLS/SASL of the member's connections
-    reconnect_backoff_ms: int = spec_default("reconnect.backoff.ms", int)
-    reconnect_backoff_max_ms: int = spec_default("reconnect.backoff.max.ms", int)
-    logger: AnyLogger | None = None  # the ``logger`` key: None = the module loggers
-
-
 class BackgroundRuntime:
     """Owns the background thread, its event loop, the cluster client and the member."""
 
@@ -106,6 +68,7 @@ class BackgroundRuntime:
         to_background: ToBackground[AppEvent],
         to_application: ToApplication[ToAppEvent],
         *,
+        last_poll: LastPoll | None = None,
         clock_ms: Callable[[], int] = monotonic_ms,
     ) -> None:
         self._member = Member(member_config, random.Random())
@@ -124,12 +87,14 @@ class BackgroundRuntime:
         self.state: MemberState = self._member.state
         self.member_id: str = self._member.member_id
         self.member_epoch: int = self._member.member_epoch
-        #: When the application last called ``poll()`` (``clock_ms`` time), written by its
+        #: When the application last called ``poll()`` (``clock_ms`` time), stamped by its
         #: thread on every call; the loop passes newer values to the member before running
         #: its timers, so max.poll.interval.ms counts from the real last call, not from the
         #: last (throttled) report.
-        self.app_polled_ms: int = 0
+        self._last_poll = last_poll if last_poll is not None else LastPoll()
         self._app_polled_fed_ms: int = 0
+        #: ``committed()`` requests in flight (answered through their reply futures).
+        self._committed_tasks: set[asyncio.Task[None]] = set()
 
     @property
     def running(self) -> bool:
@@ -155,25 +120,32 @@ class BackgroundRuntime:
         """Block until the loop has ended; False on timeout."""
         return self._finished.wait(timeout_s)
 
-    def fetch_committed_blocking(
+    def _answer_committed(self, request: FetchCommitted) -> None:
+        """Start answering a ``committed()`` request; the reply future gets the outcome."""
+
+        async def run() -> None:
+            try:
+                offsets = await self._fetch_committed(request.partitions, request.timeout_s)
+            except asyncio.CancelledError:
+                _refuse(request)
+                raise
+            except Exception as exc:  # noqa: BLE001 - handed to the waiting application thread
+                _settle(request, error=exc)
+            else:
+                _settle(request, offsets=offsets)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._committed_tasks.add(task)
+        task.add_done_callback(self._committed_tasks.discard)
+
+    async def _fetch_committed(
         self, partitions: tuple[TopicPartition, ...], timeout_s: float
     ) -> list[int]:
         """Committed offsets of ``partitions`` (-1001 where none), for ``Consumer.committed()``.
 
         Sent with the member's id and epoch; retriable errors and STALE_MEMBER_EPOCH (the epoch
-        is moving) are retried until ``timeout_s``. Raises ``TimeoutError`` or a typed error.
+        is moving) are retried until ``timeout_s``. Raises a typed error.
         """
-        loop = self._loop
-        if loop is None or self.finished:
-            raise KafkaConnectionError("the consumer's background loop is not running")
-        future = asyncio.run_coroutine_threadsafe(
-            self._fetch_committed(partitions, timeout_s), loop
-        )
-        return future.result(timeout_s + 1.0)
-
-    async def _fetch_committed(
-        self, partitions: tuple[TopicPartition, ...], timeout_s: float
-    ) -> list[int]:
         deadline_ms = self._clock_ms() + int(timeout_s * 1000)
         backoff_s = self._member.config.retry_backoff_ms / 1000
         while True:
@@ -186,7 +158,6 @@ class BackgroundRuntime:
                     partitions=partitions,
                 )
             )
-            assert isinstance(answer, CommittedOffsetsFetched)
             codes = [answer.error_code, *answer.partition_errors.values()]
             failing = [code for code in codes if code]
             if not failing:
@@ -246,11 +217,16 @@ class BackgroundRuntime:
         try:
             while not self._stop_requested:
                 wakeup.clear()
-                for event in self._to_background.drain():
+                events = self._to_background.drain()
+                for index, event in enumerate(events):
                     if isinstance(event, StopLoop):
                         self._stop_requested = True
+                        _refuse_requests(events[index + 1 :])
                         break
-                    self._feed(event)
+                    if isinstance(event, FetchCommitted):
+                        self._answer_committed(event)
+                    else:
+                        self._feed(event)
                 if self._stop_requested:
                     break
                 self._feed_app_poll()
@@ -274,6 +250,7 @@ class BackgroundRuntime:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             await cluster.close()
+            _refuse_requests(self._to_background.drain())
 
     def _member_group_id(self) -> str:
         return self._member.config.group_id
@@ -286,7 +263,7 @@ class BackgroundRuntime:
         self._publish()
 
     def _feed_app_poll(self) -> None:
-        polled_ms = self.app_polled_ms
+        polled_ms = self._last_poll.polled_ms
         if polled_ms > self._app_polled_fed_ms and self._member.state in IN_GROUP_STATES:
             self._app_polled_fed_ms = polled_ms
             self._feed(AppPolled(polled_at_ms=polled_ms))
@@ -355,3 +332,31 @@ class BackgroundRuntime:
             self._to_application.put(StateChanged(previous, state))
         self.member_id = self._member.member_id
         self.member_epoch = self._member.member_epoch
+
+
+def _settle(
+    request: FetchCommitted,
+    *,
+    offsets: list[int] | None = None,
+    error: BaseException | None = None,
+) -> None:
+    """Complete ``request``'s reply future (unless the application already gave up on it)."""
+    reply = request.reply
+    if reply.done():
+        return
+    if error is not None:
+        reply.set_exception(error)
+    else:
+        reply.set_result(offsets or [])
+
+
+def _refuse(request: FetchCommitted) -> None:
+    """Fail a ``committed()`` request the stopping loop will not answer."""
+    _settle(request, error=KafkaConnectionError("the consumer's background loop is not running"))
+
+
+def _refuse_requests(events: list[AppEvent]) -> None:
+    """Fail the ``committed()`` requests among events left behind by a stopping loop."""
+    for event in events:
+        if isinstance(event, FetchCommitted):
+            _refuse(event)

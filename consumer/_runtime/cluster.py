@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from types import TracebackType
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
@@ -28,6 +27,7 @@ from consumer.errors import (
     NotCoordinatorError,
 )
 
+from .closing import AsyncClosing
 from .connection import (
     DEFAULT_CLIENT_ID,
     DEFAULT_CONNECT_TIMEOUT_MS,
@@ -66,7 +66,7 @@ def parse_bootstrap_servers(bootstrap_servers: str | Sequence[str]) -> list[tupl
     return addresses
 
 
-class ClusterClient:
+class ClusterClient(AsyncClosing):
     """Connections to the brokers of one cluster, created on demand.
 
     Args:
@@ -211,17 +211,8 @@ class ClusterClient:
         for connection in connections:
             await connection.close()
 
-    async def __aenter__(self) -> ClusterClient:
-        await self.start()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
+    async def _open(self) -> object:
+        return await self.start()
 
     # -- internals -------------------------------------------------------------------------
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterable
-from types import TracebackType
 from typing import Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -59,6 +58,7 @@ from consumer.errors import (
     UnsupportedBrokerError,
 )
 
+from .closing import AsyncClosing
 from .retry import CONNECT_RETRY, RetryPolicy, call_with_retry
 from .security import ConnectionSecurity, SecuritySettings, authenticate, connection_security
 
@@ -171,7 +171,7 @@ def _copy_error(error: ConsumerError) -> ConsumerError:
         return error
 
 
-class BrokerConnection:
+class BrokerConnection(AsyncClosing):
     """A connection to one broker; see the module docstring for the failure rules.
 
     Args:
@@ -294,17 +294,8 @@ class BrokerConnection:
         if session is not None:
             await session.shutdown(KafkaConnectionError(f"connection to {self.address} closed"))
 
-    async def __aenter__(self) -> BrokerConnection:
-        await self.connect()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        await self.close()
+    async def _open(self) -> object:
+        return await self.connect()
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "connected" if self.is_connected else "idle"

@@ -8,12 +8,14 @@ become inputs the member knows how to handle: retry, rediscover, fence or fail).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+from kio.static.protocol import RequestPayload, ResponsePayload
 
 from consumer._runtime.cluster import ClusterClient
 from consumer._wire import (
     ApiKey,
-    HeartbeatFields,
     NegotiatedVersions,
     OffsetCommitFields,
     OffsetFetchFields,
@@ -50,16 +52,16 @@ NETWORK_EXCEPTION = 13
 #: Code used when the cluster cannot run the consumer protocol at all.
 UNSUPPORTED_VERSION = 35
 
-Answer = (
-    HeartbeatSucceeded
-    | HeartbeatFailed
-    | HeartbeatTransportFailed
-    | CoordinatorChanged
-    | CoordinatorLost
-    | MetadataResolved
-    | CommitCompleted
-    | CommittedOffsetsFetched
-)
+_Parsed = TypeVar("_Parsed")
+
+#: What a heartbeat is answered with.
+HeartbeatAnswer = HeartbeatSucceeded | HeartbeatFailed | HeartbeatTransportFailed
+#: What a coordinator lookup is answered with.
+CoordinatorAnswer = CoordinatorChanged | CoordinatorLost
+#: What an offset commit or fetch is answered with.
+OffsetsAnswer = CommitCompleted | CommittedOffsetsFetched
+#: Every answer a request of this module feeds back to the member.
+Answer = HeartbeatAnswer | CoordinatorAnswer | MetadataResolved | OffsetsAnswer
 
 
 class GroupRequests:
@@ -76,39 +78,23 @@ class GroupRequests:
         """Topic name -> id, as learned from metadata responses."""
         return self._topic_ids
 
-    async def heartbeat(self, command: SendHeartbeat, timeout_ms: int | None = None) -> Answer:
+    async def heartbeat(
+        self, command: SendHeartbeat, timeout_ms: int | None = None
+    ) -> HeartbeatAnswer:
         """Send ConsumerGroupHeartbeat; answer with its outcome.
 
         ``timeout_ms`` bounds the wait for the answer (default: the request timeout).
         """
-        request = command.request
-        owned = (
-            None
-            if request.topic_partitions is None
-            else {entry.topic_id: entry.partitions for entry in request.topic_partitions}
-        )
-        fields = HeartbeatFields(
-            group_id=request.group_id,
-            member_id=request.member_id,
-            member_epoch=request.member_epoch,
-            instance_id=request.instance_id,
-            rack_id=request.rack_id,
-            rebalance_timeout_ms=request.rebalance_timeout_ms,
-            subscribed_topic_names=request.subscribed_topic_names,
-            subscribed_topic_regex=request.subscribed_topic_regex,
-            server_assignor=request.server_assignor,
-            owned_partitions=owned,
-        )
 
-        def build(versions: NegotiatedVersions) -> object:
+        def build(versions: NegotiatedVersions) -> RequestPayload:
             return build_heartbeat_request(
-                fields, versions.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
+                command.request, versions.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
             )
 
         try:
             response = await self._cluster.coordinator_request(
                 self._group_id,
-                build,  # type: ignore[arg-type]
+                build,
                 timeout_ms=timeout_ms or self._request_timeout_ms,
             )
             result = parse_heartbeat_response(response)
@@ -133,7 +119,7 @@ class GroupRequests:
             member_id=result.member_id,
         )
 
-    async def find_coordinator(self) -> Answer:
+    async def find_coordinator(self) -> CoordinatorAnswer:
         """Look the coordinator up again."""
         try:
             location = await self._cluster.find_coordinator(self._group_id, refresh=True)
@@ -147,7 +133,7 @@ class GroupRequests:
             return CoordinatorLost(str(exc))
         return CoordinatorChanged(location.node_id)
 
-    async def metadata(self, command: FetchMetadata) -> Answer:
+    async def metadata(self, command: FetchMetadata) -> MetadataResolved:
         """Resolve topic ids to names (ids the cluster does not know are left out)."""
         try:
             snapshot = await self._cluster.metadata(list(command.topic_ids))
@@ -157,7 +143,7 @@ class GroupRequests:
         self._topic_ids.update({name: topic_id for topic_id, name in names.items()})
         return MetadataResolved(names)
 
-    async def commit(self, command: CommitOffsets) -> Answer:
+    async def commit(self, command: CommitOffsets) -> CommitCompleted:
         """OffsetCommit v9/v10 with the member id and epoch."""
         offsets = [
             OffsetToCommit(
@@ -174,24 +160,16 @@ class GroupRequests:
             member_epoch=command.member_epoch,
             offsets=offsets,
         )
-
-        def build(versions: NegotiatedVersions) -> object:
-            version = offsets_version(
-                versions.version_for(ApiKey.OFFSET_COMMIT), (o.topic_id for o in offsets)
-            )
-            return build_offset_commit_request(fields, version)
-
-        try:
-            response = await self._cluster.coordinator_request(
-                self._group_id,
-                build,  # type: ignore[arg-type]
-                timeout_ms=self._request_timeout_ms,
-            )
-            results = parse_offset_commit_response(response, topic_names_by_id=self._names())
-        except KafkaError as exc:
-            return CommitCompleted(command.request_id, error_code=exc.code)
-        except ConsumerError:
-            return CommitCompleted(command.request_id, error_code=NETWORK_EXCEPTION)
+        results = await self._offsets_call(
+            ApiKey.OFFSET_COMMIT,
+            [o.topic_id for o in offsets],
+            lambda version: build_offset_commit_request(fields, version),
+            lambda response: parse_offset_commit_response(
+                response, topic_names_by_id=self._names()
+            ),
+        )
+        if isinstance(results, int):
+            return CommitCompleted(command.request_id, error_code=results)
         errors = {
             TopicPartition(result.topic or "", result.partition): (
                 0 if result.error is None else result.error.code
@@ -200,7 +178,7 @@ class GroupRequests:
         }
         return CommitCompleted(command.request_id, partition_errors=errors)
 
-    async def fetch_committed(self, command: FetchCommittedOffsets) -> Answer:
+    async def fetch_committed(self, command: FetchCommittedOffsets) -> CommittedOffsetsFetched:
         """OffsetFetch v9/v10 (RequireStable) with the member id and epoch."""
         partitions = [
             WireTopicPartition(tp.topic, tp.partition, self._topic_ids.get(tp.topic))
@@ -212,24 +190,14 @@ class GroupRequests:
             member_id=command.member_id,
             member_epoch=command.member_epoch,
         )
-
-        def build(versions: NegotiatedVersions) -> object:
-            version = offsets_version(
-                versions.version_for(ApiKey.OFFSET_FETCH), (p.topic_id for p in partitions)
-            )
-            return build_offset_fetch_request(fields, version)
-
-        try:
-            response = await self._cluster.coordinator_request(
-                self._group_id,
-                build,  # type: ignore[arg-type]
-                timeout_ms=self._request_timeout_ms,
-            )
-            result = parse_offset_fetch_response(response, topic_names_by_id=self._names())
-        except KafkaError as exc:
-            return CommittedOffsetsFetched(command.request_id, error_code=exc.code)
-        except ConsumerError:
-            return CommittedOffsetsFetched(command.request_id, error_code=NETWORK_EXCEPTION)
+        result = await self._offsets_call(
+            ApiKey.OFFSET_FETCH,
+            [p.topic_id for p in partitions],
+            lambda version: build_offset_fetch_request(fields, version),
+            lambda response: parse_offset_fetch_response(response, topic_names_by_id=self._names()),
+        )
+        if isinstance(result, int):
+            return CommittedOffsetsFetched(command.request_id, error_code=result)
         if result.error is not None:
             return CommittedOffsetsFetched(command.request_id, error_code=result.error.code)
         offsets: dict[TopicPartition, int | None] = {}
@@ -241,6 +209,33 @@ class GroupRequests:
             else:
                 offsets[tp] = entry.offset if entry.offset >= 0 else None
         return CommittedOffsetsFetched(command.request_id, offsets=offsets, partition_errors=errors)
+
+    async def _offsets_call(
+        self,
+        api_key: ApiKey,
+        topic_ids: list[uuid.UUID | None],
+        build: Callable[[int], RequestPayload],
+        parse: Callable[[ResponsePayload], _Parsed],
+    ) -> _Parsed | int:
+        """Send an OffsetCommit/OffsetFetch built at the version :func:`offsets_version` picks
+        for the coordinator's range and ``topic_ids`` (v10 only when every id is known).
+
+        Returns the parsed response, or the error code of a failure: the broker's, or
+        NETWORK_EXCEPTION for a transport failure (both retried by the member where it can).
+        """
+
+        def build_for(versions: NegotiatedVersions) -> RequestPayload:
+            return build(offsets_version(versions.version_for(api_key), topic_ids))
+
+        try:
+            response = await self._cluster.coordinator_request(
+                self._group_id, build_for, timeout_ms=self._request_timeout_ms
+            )
+            return parse(response)
+        except KafkaError as exc:
+            return exc.code
+        except ConsumerError:
+            return NETWORK_EXCEPTION
 
     def _names(self) -> dict[uuid.UUID, str]:
         return {topic_id: name for name, topic_id in self._topic_ids.items()}

@@ -8,7 +8,7 @@ v3 request must be decoded as v0 before retrying with a version from that list.
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final, TypeAlias
 
 from kio.schema.api_versions import v0, v1, v2, v3, v4
@@ -17,6 +17,7 @@ from kio.static.protocol import ResponsePayload
 
 from consumer.errors import ProtocolError, error_for_code
 
+from ._by_version import by_version
 from .framing import decode_response_frame
 from .versions import ApiKey, VersionRange
 
@@ -46,6 +47,15 @@ ApiVersionsResponse: TypeAlias = (
     | v3.ApiVersionsResponse
     | v4.ApiVersionsResponse
 )
+_REQUEST_TYPES: Final[Mapping[int, Callable[..., ApiVersionsRequest]]] = {
+    0: v0.ApiVersionsRequest,
+    1: v1.ApiVersionsRequest,
+    2: v2.ApiVersionsRequest,
+    3: v3.ApiVersionsRequest,
+    4: v4.ApiVersionsRequest,
+}
+#: The first version that carries the client's software name and version.
+_FIRST_SOFTWARE_NAME_VERSION: Final = 3
 _RESPONSE_TYPES: Final[dict[int, type[ApiVersionsResponse]]] = {
     0: v0.ApiVersionsResponse,
     1: v1.ApiVersionsResponse,
@@ -68,22 +78,12 @@ def build_api_versions_request(
     version: int, *, software_name: str = CLIENT_SOFTWARE_NAME, software_version: str
 ) -> ApiVersionsRequest:
     """An ApiVersions request; v3+ carry our software name and version (``[a-zA-Z0-9.-]``)."""
-    match version:
-        case 0:
-            return v0.ApiVersionsRequest()
-        case 1:
-            return v1.ApiVersionsRequest()
-        case 2:
-            return v2.ApiVersionsRequest()
-        case 3:
-            return v3.ApiVersionsRequest(
-                client_software_name=software_name, client_software_version=software_version
-            )
-        case 4:
-            return v4.ApiVersionsRequest(
-                client_software_name=software_name, client_software_version=software_version
-            )
-    raise ValueError(f"ApiVersions v{version} is not supported (v0-v4)")
+    make_request = by_version("ApiVersions", version, _REQUEST_TYPES)
+    if version < _FIRST_SOFTWARE_NAME_VERSION:
+        return make_request()
+    return make_request(
+        client_software_name=software_name, client_software_version=software_version
+    )
 
 
 def decode_api_versions_frame(frame: bytes, requested_version: int) -> ApiVersionsResponse:

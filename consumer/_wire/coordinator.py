@@ -7,7 +7,7 @@ back to one request per key (:func:`build_find_coordinator_requests`).
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
@@ -16,6 +16,8 @@ from kio.static.primitive import i8
 from kio.static.protocol import ResponsePayload
 
 from consumer.errors import KafkaError, ProtocolError, error_or_none
+
+from ._by_version import by_version
 
 __all__ = [
     "CoordinatorKeyType",
@@ -57,6 +59,15 @@ _BATCHED_RESPONSES: Final = (
     v6.FindCoordinatorResponse,
 )
 _FIRST_BATCHED_VERSION: Final = 4
+_REQUEST_TYPES: Final[Mapping[int, Callable[..., FindCoordinatorRequest]]] = {
+    0: v0.FindCoordinatorRequest,
+    1: v1.FindCoordinatorRequest,
+    2: v2.FindCoordinatorRequest,
+    3: v3.FindCoordinatorRequest,
+    4: v4.FindCoordinatorRequest,
+    5: v5.FindCoordinatorRequest,
+    6: v6.FindCoordinatorRequest,
+}
 
 
 class CoordinatorKeyType(enum.IntEnum):
@@ -105,22 +116,12 @@ def _build(version: int, keys: list[str], key_type: CoordinatorKeyType) -> FindC
     if version == 0 and key_type != CoordinatorKeyType.GROUP:
         raise ValueError("FindCoordinator v0 only looks up groups")
     kind = i8(int(key_type))
-    match version:
-        case 0:
-            return v0.FindCoordinatorRequest(key=keys[0])
-        case 1:
-            return v1.FindCoordinatorRequest(key=keys[0], key_type=kind)
-        case 2:
-            return v2.FindCoordinatorRequest(key=keys[0], key_type=kind)
-        case 3:
-            return v3.FindCoordinatorRequest(key=keys[0], key_type=kind)
-        case 4:
-            return v4.FindCoordinatorRequest(key_type=kind, coordinator_keys=tuple(keys))
-        case 5:
-            return v5.FindCoordinatorRequest(key_type=kind, coordinator_keys=tuple(keys))
-        case 6:
-            return v6.FindCoordinatorRequest(key_type=kind, coordinator_keys=tuple(keys))
-    raise ValueError(f"FindCoordinator v{version} is not supported (v0-v6)")
+    make_request = by_version("FindCoordinator", version, _REQUEST_TYPES)
+    if version == 0:
+        return make_request(key=keys[0])
+    if version < _FIRST_BATCHED_VERSION:
+        return make_request(key=keys[0], key_type=kind)
+    return make_request(key_type=kind, coordinator_keys=tuple(keys))
 
 
 def parse_find_coordinator_response(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, TypeAlias
 
@@ -14,6 +14,8 @@ from kio.schema.types import GroupId
 from kio.static.protocol import ResponsePayload
 
 from consumer.errors import KafkaError, ProtocolError, error_or_none
+
+from ._by_version import by_version
 
 __all__ = [
     "ConsumerGroupDescribeRequest",
@@ -26,6 +28,10 @@ __all__ = [
 ConsumerGroupDescribeRequest: TypeAlias = (
     v0.ConsumerGroupDescribeRequest | v1.ConsumerGroupDescribeRequest
 )
+_REQUEST_TYPES: Final[Mapping[int, Callable[..., ConsumerGroupDescribeRequest]]] = {
+    0: v0.ConsumerGroupDescribeRequest,
+    1: v1.ConsumerGroupDescribeRequest,
+}
 _RESPONSE_CLASSES: Final = (v0.ConsumerGroupDescribeResponse, v1.ConsumerGroupDescribeResponse)
 
 
@@ -68,16 +74,8 @@ def build_consumer_group_describe_request(
 ) -> ConsumerGroupDescribeRequest:
     """A ConsumerGroupDescribe request for ``group_ids`` at ``version`` (0 or 1)."""
     ids = tuple(GroupId(group_id) for group_id in group_ids)
-    match version:
-        case 0:
-            return v0.ConsumerGroupDescribeRequest(
-                group_ids=ids, include_authorized_operations=include_authorized_operations
-            )
-        case 1:
-            return v1.ConsumerGroupDescribeRequest(
-                group_ids=ids, include_authorized_operations=include_authorized_operations
-            )
-    raise ValueError(f"ConsumerGroupDescribe v{version} is not supported (v0-v1)")
+    make_request = by_version("ConsumerGroupDescribe", version, _REQUEST_TYPES)
+    return make_request(group_ids=ids, include_authorized_operations=include_authorized_operations)
 
 
 def parse_consumer_group_describe_response(response: ResponsePayload) -> list[DescribedGroup]:

@@ -7,9 +7,9 @@ subscription regex.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, Protocol, TypeAlias
 
 from kio.schema.consumer_group_heartbeat import v0, v1
 from kio.schema.consumer_group_heartbeat.v0 import request as request_v0
@@ -20,47 +20,74 @@ from kio.static.protocol import ResponsePayload
 
 from consumer.errors import KafkaError, ProtocolError, UnsupportedBrokerError, error_or_none
 
+from ._by_version import by_version
 from ._units import i32_timedelta_from_ms, ms_from_timedelta
 
 __all__ = [
-    "LEAVE_GROUP_EPOCH",
-    "LEAVE_GROUP_STATIC_EPOCH",
-    "HeartbeatFields",
-    "HeartbeatRequest",
-    "HeartbeatResponse",
+    "ConsumerGroupHeartbeatRequest",
+    "ConsumerGroupHeartbeatResponse",
+    "HeartbeatContent",
     "HeartbeatResult",
+    "OwnedTopicPartitions",
     "build_heartbeat_request",
     "parse_heartbeat_response",
 ]
 
-HeartbeatRequest: TypeAlias = v0.ConsumerGroupHeartbeatRequest | v1.ConsumerGroupHeartbeatRequest
-HeartbeatResponse: TypeAlias = v0.ConsumerGroupHeartbeatResponse | v1.ConsumerGroupHeartbeatResponse
+ConsumerGroupHeartbeatRequest: TypeAlias = (
+    v0.ConsumerGroupHeartbeatRequest | v1.ConsumerGroupHeartbeatRequest
+)
+ConsumerGroupHeartbeatResponse: TypeAlias = (
+    v0.ConsumerGroupHeartbeatResponse | v1.ConsumerGroupHeartbeatResponse
+)
 _RESPONSE_CLASSES: Final = (v0.ConsumerGroupHeartbeatResponse, v1.ConsumerGroupHeartbeatResponse)
+#: Per version: the request class and its owned-partitions entry class.
+_REQUEST_TYPES: Final[
+    Mapping[int, tuple[Callable[..., ConsumerGroupHeartbeatRequest], Callable[..., object]]]
+] = {
+    0: (v0.ConsumerGroupHeartbeatRequest, request_v0.TopicPartitions),
+    1: (v1.ConsumerGroupHeartbeatRequest, request_v1.TopicPartitions),
+}
+#: The first version that can carry a subscription regex.
+_FIRST_REGEX_VERSION: Final = 1
 
-LEAVE_GROUP_EPOCH: Final = -1
-"""Member epoch that leaves the group."""
-LEAVE_GROUP_STATIC_EPOCH: Final = -2
-"""Member epoch of a static member leaving temporarily."""
+
+class OwnedTopicPartitions(Protocol):
+    """One entry of a heartbeat's owned partitions: a topic id and partition numbers."""
+
+    @property
+    def topic_id(self) -> uuid.UUID: ...
+    @property
+    def partitions(self) -> Collection[int]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class HeartbeatFields:
-    """What one heartbeat carries. ``None`` means "unchanged since the last heartbeat".
+class HeartbeatContent(Protocol):
+    """What one heartbeat carries; ``None`` (-1 for the timeout) means "unchanged".
 
-    ``owned_partitions`` maps topic id -> partition numbers; a join (epoch 0) sends an empty
-    mapping.
+    Any object with these attributes will do: the member core's ``HeartbeatRequest`` is passed
+    as it is. ``topic_partitions`` lists the owned partitions by topic id; a join (epoch 0)
+    sends an empty sequence.
     """
 
-    group_id: str
-    member_id: str
-    member_epoch: int
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout_ms: int = -1
-    subscribed_topic_names: Sequence[str] | None = None
-    subscribed_topic_regex: str | None = None
-    server_assignor: str | None = None
-    owned_partitions: Mapping[uuid.UUID, Collection[int]] | None = None
+    @property
+    def group_id(self) -> str: ...
+    @property
+    def member_id(self) -> str: ...
+    @property
+    def member_epoch(self) -> int: ...
+    @property
+    def instance_id(self) -> str | None: ...
+    @property
+    def rack_id(self) -> str | None: ...
+    @property
+    def rebalance_timeout_ms(self) -> int: ...
+    @property
+    def subscribed_topic_names(self) -> Sequence[str] | None: ...
+    @property
+    def subscribed_topic_regex(self) -> str | None: ...
+    @property
+    def server_assignor(self) -> str | None: ...
+    @property
+    def topic_partitions(self) -> Sequence[OwnedTopicPartitions] | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,65 +106,43 @@ class HeartbeatResult:
     throttle_time_ms: int = 0
 
 
-def build_heartbeat_request(fields: HeartbeatFields, version: int) -> HeartbeatRequest:
-    """The ConsumerGroupHeartbeat request for ``fields`` at ``version`` (0 or 1).
+def build_heartbeat_request(
+    content: HeartbeatContent, version: int
+) -> ConsumerGroupHeartbeatRequest:
+    """The ConsumerGroupHeartbeat request carrying ``content`` at ``version`` (0 or 1).
 
     Raises:
         UnsupportedBrokerError: a subscription regex at v0, which cannot carry it.
         ValueError: an unknown version.
     """
-    names = (
-        None
-        if fields.subscribed_topic_names is None
-        else tuple(TopicName(name) for name in fields.subscribed_topic_names)
+    make_request, make_topic = by_version("ConsumerGroupHeartbeat", version, _REQUEST_TYPES)
+    version_fields: dict[str, object] = {}
+    if version >= _FIRST_REGEX_VERSION:
+        version_fields["subscribed_topic_regex"] = content.subscribed_topic_regex
+    elif content.subscribed_topic_regex is not None:
+        raise UnsupportedBrokerError(
+            "subscribing with a regular expression needs ConsumerGroupHeartbeat v1 "
+            "(Apache Kafka 4.0+); this broker only offers v0"
+        )
+    names = content.subscribed_topic_names
+    owned = content.topic_partitions
+    return make_request(
+        group_id=GroupId(content.group_id),
+        member_id=content.member_id,
+        member_epoch=i32(content.member_epoch),
+        instance_id=content.instance_id,
+        rack_id=content.rack_id,
+        rebalance_timeout=i32_timedelta_from_ms(content.rebalance_timeout_ms),
+        subscribed_topic_names=None if names is None else tuple(TopicName(n) for n in names),
+        server_assignor=content.server_assignor,
+        topic_partitions=None
+        if owned is None
+        else tuple(
+            make_topic(topic_id=entry.topic_id, partitions=_sorted_i32(entry.partitions))
+            for entry in owned
+        ),
+        **version_fields,
     )
-    rebalance_timeout = i32_timedelta_from_ms(fields.rebalance_timeout_ms)
-    match version:
-        case 1:
-            return v1.ConsumerGroupHeartbeatRequest(
-                group_id=GroupId(fields.group_id),
-                member_id=fields.member_id,
-                member_epoch=i32(fields.member_epoch),
-                instance_id=fields.instance_id,
-                rack_id=fields.rack_id,
-                rebalance_timeout=rebalance_timeout,
-                subscribed_topic_names=names,
-                subscribed_topic_regex=fields.subscribed_topic_regex,
-                server_assignor=fields.server_assignor,
-                topic_partitions=None
-                if fields.owned_partitions is None
-                else tuple(
-                    request_v1.TopicPartitions(
-                        topic_id=topic_id, partitions=_sorted_i32(partitions)
-                    )
-                    for topic_id, partitions in fields.owned_partitions.items()
-                ),
-            )
-        case 0:
-            if fields.subscribed_topic_regex is not None:
-                raise UnsupportedBrokerError(
-                    "subscribing with a regular expression needs ConsumerGroupHeartbeat v1 "
-                    "(Apache Kafka 4.0+); this broker only offers v0"
-                )
-            return v0.ConsumerGroupHeartbeatRequest(
-                group_id=GroupId(fields.group_id),
-                member_id=fields.member_id,
-                member_epoch=i32(fields.member_epoch),
-                instance_id=fields.instance_id,
-                rack_id=fields.rack_id,
-                rebalance_timeout=rebalance_timeout,
-                subscribed_topic_names=names,
-                server_assignor=fields.server_assignor,
-                topic_partitions=None
-                if fields.owned_partitions is None
-                else tuple(
-                    request_v0.TopicPartitions(
-                        topic_id=topic_id, partitions=_sorted_i32(partitions)
-                    )
-                    for topic_id, partitions in fields.owned_partitions.items()
-                ),
-            )
-    raise ValueError(f"ConsumerGroupHeartbeat v{version} is not supported (v0-v1)")
 
 
 def _sorted_i32(partitions: Collection[int]) -> tuple[i32, ...]:

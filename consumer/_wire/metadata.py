@@ -6,7 +6,7 @@ Versions v10-v13: all return topic ids; v12+ can also look topics up by id.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeAlias
 
@@ -19,6 +19,8 @@ from kio.schema.types import TopicName
 from kio.static.protocol import ResponsePayload
 
 from consumer.errors import KafkaError, ProtocolError, UnsupportedBrokerError, error_or_none
+
+from ._by_version import by_version
 
 __all__ = [
     "BrokerAddress",
@@ -44,6 +46,14 @@ _RESPONSE_CLASSES: Final = (
     v13.MetadataResponse,
 )
 _FIRST_VERSION_BY_ID: Final = 12
+_Classes: TypeAlias = tuple[Callable[..., MetadataRequest], Callable[..., object]]
+#: Per version: the request class and its topic entry class.
+_REQUEST_TYPES: Final[Mapping[int, _Classes]] = {
+    10: (v10.MetadataRequest, request_v10.MetadataRequestTopic),
+    11: (v11.MetadataRequest, request_v11.MetadataRequestTopic),
+    12: (v12.MetadataRequest, request_v12.MetadataRequestTopic),
+    13: (v13.MetadataRequest, request_v13.MetadataRequestTopic),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,51 +141,22 @@ def build_metadata_request(
             f"looking topics up by id needs Metadata v{_FIRST_VERSION_BY_ID}+, "
             f"the broker offers up to v{version}"
         )
-    ids: list[uuid.UUID | None] = []
-    names: list[TopicName | None] = []
-    for topic in topics or ():
-        if isinstance(topic, uuid.UUID):
-            ids.append(topic)
-            names.append(None)
-        else:
-            ids.append(None)
-            names.append(TopicName(topic))
-    pairs = list(zip(ids, names, strict=True))
-    match version:
-        case 10:
-            return v10.MetadataRequest(
-                topics=None
-                if topics is None
-                else tuple(request_v10.MetadataRequestTopic(topic_id=i, name=n) for i, n in pairs),
-                allow_auto_topic_creation=allow_auto_topic_creation,
-                include_cluster_authorized_operations=False,
-                include_topic_authorized_operations=False,
-            )
-        case 11:
-            return v11.MetadataRequest(
-                topics=None
-                if topics is None
-                else tuple(request_v11.MetadataRequestTopic(topic_id=i, name=n) for i, n in pairs),
-                allow_auto_topic_creation=allow_auto_topic_creation,
-                include_topic_authorized_operations=False,
-            )
-        case 12:
-            return v12.MetadataRequest(
-                topics=None
-                if topics is None
-                else tuple(request_v12.MetadataRequestTopic(topic_id=i, name=n) for i, n in pairs),
-                allow_auto_topic_creation=allow_auto_topic_creation,
-                include_topic_authorized_operations=False,
-            )
-        case 13:
-            return v13.MetadataRequest(
-                topics=None
-                if topics is None
-                else tuple(request_v13.MetadataRequestTopic(topic_id=i, name=n) for i, n in pairs),
-                allow_auto_topic_creation=allow_auto_topic_creation,
-                include_topic_authorized_operations=False,
-            )
-    raise ValueError(f"Metadata v{version} is not supported (v10-v13)")
+    make_request, make_topic = by_version("Metadata", version, _REQUEST_TYPES)
+    # v10 is the last version that can ask for the cluster's authorized operations.
+    extra = {"include_cluster_authorized_operations": False} if version == 10 else {}
+    return make_request(
+        topics=None
+        if topics is None
+        else tuple(
+            make_topic(topic_id=topic, name=None)
+            if isinstance(topic, uuid.UUID)
+            else make_topic(topic_id=None, name=TopicName(topic))
+            for topic in topics
+        ),
+        allow_auto_topic_creation=allow_auto_topic_creation,
+        include_topic_authorized_operations=False,
+        **extra,
+    )
 
 
 def parse_metadata_response(response: ResponsePayload) -> ClusterMetadata:

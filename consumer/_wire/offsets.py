@@ -8,9 +8,9 @@ client, v10 is used only when the broker offers it **and** every topic's id is k
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, TypeAlias, TypeVar
 
 from kio.schema.offset_commit.v9 import request as commit_v9
 from kio.schema.offset_commit.v9 import response as commit_response_v9
@@ -25,6 +25,8 @@ from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
 
 from consumer.errors import KafkaError, ProtocolError, UnsupportedBrokerError, error_or_none
+
+from ._by_version import by_version
 
 __all__ = [
     "CommittedOffset",
@@ -47,6 +49,35 @@ OffsetCommitRequest: TypeAlias = commit_v9.OffsetCommitRequest | commit_v10.Offs
 OffsetFetchRequest: TypeAlias = fetch_v9.OffsetFetchRequest | fetch_v10.OffsetFetchRequest
 _FIRST_MEMBER_VERSION: Final = 9
 _FIRST_TOPIC_ID_VERSION: Final = 10
+_RequestT = TypeVar("_RequestT")
+#: A request class and the classes of its two levels of entries.
+_Classes: TypeAlias = tuple[Callable[..., _RequestT], Callable[..., object], Callable[..., object]]
+#: Per version: the OffsetCommit request, topic and partition classes.
+_COMMIT_CLASSES: Final[Mapping[int, _Classes[OffsetCommitRequest]]] = {
+    9: (
+        commit_v9.OffsetCommitRequest,
+        commit_v9.OffsetCommitRequestTopic,
+        commit_v9.OffsetCommitRequestPartition,
+    ),
+    10: (
+        commit_v10.OffsetCommitRequest,
+        commit_v10.OffsetCommitRequestTopic,
+        commit_v10.OffsetCommitRequestPartition,
+    ),
+}
+#: Per version: the OffsetFetch request, group and topic classes.
+_FETCH_CLASSES: Final[Mapping[int, _Classes[OffsetFetchRequest]]] = {
+    9: (
+        fetch_v9.OffsetFetchRequest,
+        fetch_v9.OffsetFetchRequestGroup,
+        fetch_v9.OffsetFetchRequestTopics,
+    ),
+    10: (
+        fetch_v10.OffsetFetchRequest,
+        fetch_v10.OffsetFetchRequestGroup,
+        fetch_v10.OffsetFetchRequestTopics,
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,12 +175,6 @@ def offsets_version(max_version: int, topic_ids: Iterable[uuid.UUID | None]) -> 
     return _FIRST_MEMBER_VERSION
 
 
-def _require_topic_id(topic: str, topic_id: uuid.UUID | None, api: str) -> uuid.UUID:
-    if topic_id is None:
-        raise ValueError(f"{api} v10 needs the id of topic {topic!r}; use v9 or resolve it first")
-    return topic_id
-
-
 def build_offset_commit_request(fields: OffsetCommitFields, version: int) -> OffsetCommitRequest:
     """The OffsetCommit request for ``fields`` at ``version`` (9 or 10).
 
@@ -159,56 +184,39 @@ def build_offset_commit_request(fields: OffsetCommitFields, version: int) -> Off
     by_topic: dict[tuple[str, uuid.UUID | None], list[OffsetToCommit]] = {}
     for entry in fields.offsets:
         by_topic.setdefault((entry.topic, entry.topic_id), []).append(entry)
-    group_id = GroupId(fields.group_id)
-    epoch = i32(fields.member_epoch)
-    match version:
-        case 9:
-            return commit_v9.OffsetCommitRequest(
-                group_id=group_id,
-                generation_id_or_member_epoch=epoch,
-                member_id=fields.member_id,
-                group_instance_id=fields.instance_id,
-                topics=tuple(
-                    commit_v9.OffsetCommitRequestTopic(
-                        name=TopicName(topic),
-                        partitions=tuple(_commit_partition_v9(entry) for entry in entries),
+    make_request, make_topic, make_partition = by_version("OffsetCommit", version, _COMMIT_CLASSES)
+    return make_request(
+        group_id=GroupId(fields.group_id),
+        generation_id_or_member_epoch=i32(fields.member_epoch),
+        member_id=fields.member_id,
+        group_instance_id=fields.instance_id,
+        topics=tuple(
+            make_topic(
+                **_topic_key(version, topic, topic_id, "OffsetCommit"),
+                partitions=tuple(
+                    make_partition(
+                        partition_index=i32(entry.partition),
+                        committed_offset=i64(entry.offset),
+                        committed_leader_epoch=i32(entry.leader_epoch),
+                        committed_metadata=entry.metadata,
                     )
-                    for (topic, _), entries in by_topic.items()
+                    for entry in entries
                 ),
             )
-        case 10:
-            return commit_v10.OffsetCommitRequest(
-                group_id=group_id,
-                generation_id_or_member_epoch=epoch,
-                member_id=fields.member_id,
-                group_instance_id=fields.instance_id,
-                topics=tuple(
-                    commit_v10.OffsetCommitRequestTopic(
-                        topic_id=_require_topic_id(topic, topic_id, "OffsetCommit"),
-                        partitions=tuple(_commit_partition_v10(entry) for entry in entries),
-                    )
-                    for (topic, topic_id), entries in by_topic.items()
-                ),
-            )
-    raise ValueError(f"OffsetCommit v{version} is not supported (v9-v10)")
-
-
-def _commit_partition_v9(entry: OffsetToCommit) -> commit_v9.OffsetCommitRequestPartition:
-    return commit_v9.OffsetCommitRequestPartition(
-        partition_index=i32(entry.partition),
-        committed_offset=i64(entry.offset),
-        committed_leader_epoch=i32(entry.leader_epoch),
-        committed_metadata=entry.metadata,
+            for (topic, topic_id), entries in by_topic.items()
+        ),
     )
 
 
-def _commit_partition_v10(entry: OffsetToCommit) -> commit_v10.OffsetCommitRequestPartition:
-    return commit_v10.OffsetCommitRequestPartition(
-        partition_index=i32(entry.partition),
-        committed_offset=i64(entry.offset),
-        committed_leader_epoch=i32(entry.leader_epoch),
-        committed_metadata=entry.metadata,
-    )
+def _topic_key(
+    version: int, topic: str, topic_id: uuid.UUID | None, api: str
+) -> dict[str, TopicName | uuid.UUID]:
+    """How a request topic is named: by name up to v9, by id from v10 (which must be known)."""
+    if version < _FIRST_TOPIC_ID_VERSION:
+        return {"name": TopicName(topic)}
+    if topic_id is None:
+        raise ValueError(f"{api} v10 needs the id of topic {topic!r}; use v9 or resolve it first")
+    return {"topic_id": topic_id}
 
 
 def parse_offset_commit_response(
@@ -219,29 +227,30 @@ def parse_offset_commit_response(
     ``topic_names_by_id`` fills in topic names for v10 responses, which carry only ids.
     """
     names = topic_names_by_id or {}
-    if isinstance(response, commit_response_v9.OffsetCommitResponse):
-        return [
+    if not isinstance(
+        response, commit_response_v9.OffsetCommitResponse | commit_response_v10.OffsetCommitResponse
+    ):
+        raise ProtocolError(
+            f"expected an OffsetCommit v9/v10 response, got {type(response).__name__}"
+        )
+    results: list[PartitionCommitResult] = []
+    for topic in response.topics:
+        name: str | None
+        if isinstance(topic, commit_response_v9.OffsetCommitResponseTopic):
+            name, topic_id = topic.name, None
+        else:
+            topic_id = topic.topic_id
+            name = names.get(topic_id) if topic_id is not None else None
+        results.extend(
             PartitionCommitResult(
-                topic=topic.name,
-                topic_id=None,
+                topic=name,
+                topic_id=topic_id,
                 partition=int(partition.partition_index),
                 error=error_or_none(partition.error_code),
             )
-            for topic in response.topics
             for partition in topic.partitions
-        ]
-    if isinstance(response, commit_response_v10.OffsetCommitResponse):
-        return [
-            PartitionCommitResult(
-                topic=names.get(topic.topic_id) if topic.topic_id is not None else None,
-                topic_id=topic.topic_id,
-                partition=int(partition.partition_index),
-                error=error_or_none(partition.error_code),
-            )
-            for topic in response.topics
-            for partition in topic.partitions
-        ]
-    raise ProtocolError(f"expected an OffsetCommit v9/v10 response, got {type(response).__name__}")
+        )
+    return results
 
 
 def build_offset_fetch_request(fields: OffsetFetchFields, version: int) -> OffsetFetchRequest:
@@ -253,50 +262,26 @@ def build_offset_fetch_request(fields: OffsetFetchFields, version: int) -> Offse
     grouped: dict[tuple[str, uuid.UUID | None], list[int]] = {}
     for tp in fields.partitions or ():
         grouped.setdefault((tp.topic, tp.topic_id), []).append(tp.partition)
-    group_id = GroupId(fields.group_id)
-    epoch = i32(fields.member_epoch)
-    match version:
-        case 9:
-            return fetch_v9.OffsetFetchRequest(
-                require_stable=fields.require_stable,
-                groups=(
-                    fetch_v9.OffsetFetchRequestGroup(
-                        group_id=group_id,
-                        member_id=fields.member_id,
-                        member_epoch=epoch,
-                        topics=None
-                        if fields.partitions is None
-                        else tuple(
-                            fetch_v9.OffsetFetchRequestTopics(
-                                name=TopicName(topic),
-                                partition_indexes=tuple(i32(p) for p in partitions),
-                            )
-                            for (topic, _), partitions in grouped.items()
-                        ),
-                    ),
+    make_request, make_group, make_topic = by_version("OffsetFetch", version, _FETCH_CLASSES)
+    return make_request(
+        require_stable=fields.require_stable,
+        groups=(
+            make_group(
+                group_id=GroupId(fields.group_id),
+                member_id=fields.member_id,
+                member_epoch=i32(fields.member_epoch),
+                topics=None
+                if fields.partitions is None
+                else tuple(
+                    make_topic(
+                        **_topic_key(version, topic, topic_id, "OffsetFetch"),
+                        partition_indexes=tuple(i32(p) for p in partitions),
+                    )
+                    for (topic, topic_id), partitions in grouped.items()
                 ),
-            )
-        case 10:
-            return fetch_v10.OffsetFetchRequest(
-                require_stable=fields.require_stable,
-                groups=(
-                    fetch_v10.OffsetFetchRequestGroup(
-                        group_id=group_id,
-                        member_id=fields.member_id,
-                        member_epoch=epoch,
-                        topics=None
-                        if fields.partitions is None
-                        else tuple(
-                            fetch_v10.OffsetFetchRequestTopics(
-                                topic_id=_require_topic_id(topic, topic_id, "OffsetFetch"),
-                                partition_indexes=tuple(i32(p) for p in partitions),
-                            )
-                            for (topic, topic_id), partitions in grouped.items()
-                        ),
-                    ),
-                ),
-            )
-    raise ValueError(f"OffsetFetch v{version} is not supported (v9-v10)")
+            ),
+        ),
+    )
 
 
 def parse_offset_fetch_response(

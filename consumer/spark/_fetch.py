@@ -17,9 +17,9 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from confluent_kafka import Consumer as KafkaConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
+from consumer._client.librdkafka import LibrdkafkaConsumer, assign_mode_consumer
 from consumer.spark._spec import OffsetRange
 
 _log = logging.getLogger("consumer.spark")
@@ -40,7 +40,7 @@ RecordRow = tuple[
 ]
 
 _CACHE_SIZE = 4
-_cache: OrderedDict[str, KafkaConsumer] = OrderedDict()
+_cache: OrderedDict[str, LibrdkafkaConsumer] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -57,7 +57,7 @@ def _retried_task() -> bool:
     return context is not None and context.attemptNumber() > 0
 
 
-def acquire_fetcher(config: Mapping[str, Any]) -> KafkaConsumer:
+def acquire_fetcher(config: Mapping[str, Any]) -> LibrdkafkaConsumer:
     """A cached assign-mode consumer for ``config`` (a fresh one in a retried task)."""
     key = _cache_key(config)
     with _cache_lock:
@@ -65,13 +65,13 @@ def acquire_fetcher(config: Mapping[str, Any]) -> KafkaConsumer:
         if fetcher is not None and _retried_task():
             fetcher.close()
             fetcher = None
-    return fetcher if fetcher is not None else KafkaConsumer(dict(config))
+    return fetcher if fetcher is not None else assign_mode_consumer(config)
 
 
-def release_fetcher(config: Mapping[str, Any], fetcher: KafkaConsumer) -> None:
+def release_fetcher(config: Mapping[str, Any], fetcher: LibrdkafkaConsumer) -> None:
     """Return a fetcher to the cache (closing the least recently used beyond the limit)."""
     key = _cache_key(config)
-    evicted: list[KafkaConsumer] = []
+    evicted: list[LibrdkafkaConsumer] = []
     with _cache_lock:
         previous = _cache.pop(key, None)
         if previous is not None:

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer as KafkaConsumer
 from confluent_kafka import TopicPartition
 
 from consumer import Consumer
+from consumer._client.librdkafka import LibrdkafkaConsumer, assign_mode_consumer
 from consumer.errors import ConsumerError
 from consumer.spark._spec import GroupSpec, TopicPartitionKey
 
@@ -73,7 +73,7 @@ class MemberHost:
         self._stopping = threading.Event()
         self._started = threading.Event()
         self._thread: threading.Thread | None = None
-        self._metadata: KafkaConsumer | None = None
+        self._metadata: LibrdkafkaConsumer | None = None
         self._metadata_lock = threading.Lock()
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -139,7 +139,7 @@ class MemberHost:
         result: dict[TopicPartitionKey, tuple[int, int]] = {}
         with self._metadata_lock:
             if self._metadata is None:
-                self._metadata = KafkaConsumer(self.spec.fetcher_config())
+                self._metadata = assign_mode_consumer(self.spec.fetcher_config())
             for topic, partition in keys:
                 try:
                     low, high = self._metadata.get_watermark_offsets(

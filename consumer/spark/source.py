@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib.util
 import logging
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
@@ -197,17 +197,25 @@ class KafkaGroupStreamReader(DataSourceStreamReader):
             self._host = None
 
 
-class KafkaGroupDataSource(DataSource):
-    """``format("kafka-group")``: see the module docstring for options and guarantees."""
+class _RecordsDataSource(DataSource):
+    """A data source whose rows are Kafka records, registered as ``format(FORMAT)``."""
+
+    FORMAT: ClassVar[str]
 
     @classmethod
     def name(cls) -> str:
         """The format name."""
-        return SOURCE_NAME
+        return cls.FORMAT
 
     def schema(self) -> str:
         """The schema of Spark's Kafka source (without timestampType)."""
         return RECORD_SCHEMA_DDL
+
+
+class KafkaGroupDataSource(_RecordsDataSource):
+    """``format("kafka-group")``: see the module docstring for options and guarantees."""
+
+    FORMAT = SOURCE_NAME
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: ARG002
         """The micro-batch reader (no I/O here: this also runs in the planner process)."""
@@ -231,17 +239,10 @@ class RangesReader(DataSourceReader):
         yield from read_range(self.spec.fetcher_config(), partition.offset_range)
 
 
-class KafkaGroupRangesDataSource(DataSource):
+class KafkaGroupRangesDataSource(_RecordsDataSource):
     """``format("kafka-group-ranges")``: options ``spec`` and ``ranges`` (JSON), for snapshots."""
 
-    @classmethod
-    def name(cls) -> str:
-        """The format name."""
-        return RANGES_SOURCE_NAME
-
-    def schema(self) -> str:
-        """Same schema as the streaming source."""
-        return RECORD_SCHEMA_DDL
+    FORMAT = RANGES_SOURCE_NAME
 
     def reader(self, schema: StructType) -> DataSourceReader:  # noqa: ARG002
         """A reader over the frozen ranges."""

@@ -18,12 +18,12 @@ from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.connection import BrokerConnection
 from consumer._wire import (
     ApiKey,
-    HeartbeatFields,
     NegotiatedVersions,
     build_heartbeat_request,
     parse_heartbeat_response,
 )
 from consumer.errors import UnsupportedBrokerError, UnsupportedVersionError
+from consumer.member import HeartbeatRequest
 from consumer.testing.broker import LocalBroker
 
 pytestmark = pytest.mark.integration
@@ -79,13 +79,13 @@ def test_a_join_on_a_broker_without_group_version_is_unsupported(
     broker_without_group_version: LocalBroker,
 ) -> None:
     async def join() -> None:
-        fields = HeartbeatFields(
+        fields = HeartbeatRequest(
             group_id=f"group-{uuid.uuid4().hex[:8]}",
             member_id=base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode(),
             member_epoch=0,
             rebalance_timeout_ms=30_000,
-            subscribed_topic_names=["anything"],
-            owned_partitions={},
+            subscribed_topic_names=("anything",),
+            topic_partitions=(),
         )
 
         def build(versions: NegotiatedVersions) -> object:

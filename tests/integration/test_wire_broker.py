@@ -19,9 +19,7 @@ import pytest_asyncio
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.connection import BrokerConnection
 from consumer._wire import (
-    LEAVE_GROUP_EPOCH,
     ApiKey,
-    HeartbeatFields,
     HeartbeatResult,
     NegotiatedVersions,
     OffsetCommitFields,
@@ -38,6 +36,7 @@ from consumer._wire import (
     parse_offset_fetch_response,
 )
 from consumer.errors import FencedMemberEpochError, StaleMemberEpochError
+from consumer.member import LEAVE_EPOCH, HeartbeatRequest, TopicPartitions
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +64,7 @@ class JoinedMember:
     assignment: dict[uuid.UUID, frozenset[int]]
 
 
-async def heartbeat(cluster: ClusterClient, fields: HeartbeatFields) -> HeartbeatResult:
+async def heartbeat(cluster: ClusterClient, fields: HeartbeatRequest) -> HeartbeatResult:
     def build(versions: NegotiatedVersions) -> object:
         return build_heartbeat_request(
             fields, versions.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
@@ -82,13 +81,13 @@ async def join_until_assigned(
     snapshot = await cluster.metadata([topic])
     topic_id = snapshot.topic_ids_by_name()[topic]
     member_id = new_member_id()
-    join = HeartbeatFields(
+    join = HeartbeatRequest(
         group_id=group_id,
         member_id=member_id,
         member_epoch=0,
         rebalance_timeout_ms=30_000,
-        subscribed_topic_names=[topic],
-        owned_partitions={},
+        subscribed_topic_names=(topic,),
+        topic_partitions=(),
     )
     result = await heartbeat(cluster, join)
     assert result.error is None, result.error
@@ -101,11 +100,13 @@ async def join_until_assigned(
         while owned.get(topic_id, frozenset()) != frozenset(range(partitions)):
             # Wait for the broker's heartbeat interval: this is the protocol's own schedule.
             await asyncio.sleep(result.heartbeat_interval_ms / 1000)
-            fields = HeartbeatFields(
+            fields = HeartbeatRequest(
                 group_id=group_id,
                 member_id=member_id,
                 member_epoch=epoch,
-                owned_partitions=owned,
+                topic_partitions=tuple(
+                    TopicPartitions(owned_id, tuple(numbers)) for owned_id, numbers in owned.items()
+                ),
             )
             result = await heartbeat(cluster, fields)
             assert result.error is None, result.error
@@ -257,10 +258,10 @@ async def test_leave_heartbeat_removes_the_member(
     assert described is not None
     assert described.member_epoch == member.epoch  # type: ignore[attr-defined]
 
-    leave = HeartbeatFields(
-        group_id=member.group_id, member_id=member.member_id, member_epoch=LEAVE_GROUP_EPOCH
+    leave = HeartbeatRequest(
+        group_id=member.group_id, member_id=member.member_id, member_epoch=LEAVE_EPOCH
     )
     result = await heartbeat(cluster, leave)
     assert result.error is None, result.error
-    assert result.member_epoch == LEAVE_GROUP_EPOCH
+    assert result.member_epoch == LEAVE_EPOCH
     assert await describe() is None

@@ -22,9 +22,10 @@ from kio.static.protocol import RequestHeader, RequestPayload, ResponsePayload
 
 from consumer._runtime.cluster import ClusterClient, parse_bootstrap_servers
 from consumer._runtime.retry import NO_RETRY, RetryPolicy
-from consumer._wire import HeartbeatFields, build_heartbeat_request
+from consumer._wire import build_heartbeat_request
 from consumer._wire._units import i32_timedelta_from_ms
 from consumer.errors import GroupAuthorizationFailedError, KafkaConnectionError, RetriableError
+from consumer.member import HeartbeatRequest
 
 FakeFactory = Callable[..., Awaitable[Any]]
 ZERO_MS = i32_timedelta_from_ms(0)
@@ -107,7 +108,7 @@ async def _start(
 
 
 def _heartbeat() -> RequestPayload:
-    return build_heartbeat_request(HeartbeatFields(group_id="g", member_id="m", member_epoch=1), 1)
+    return build_heartbeat_request(HeartbeatRequest(group_id="g", member_id="m", member_epoch=1), 1)
 
 
 @pytest.mark.parametrize(

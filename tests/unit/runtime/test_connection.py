@@ -23,7 +23,6 @@ from consumer._runtime.retry import NO_RETRY, RetryPolicy
 from consumer._wire import (
     KIP848_MISSING_MESSAGE,
     ApiKey,
-    HeartbeatFields,
     build_heartbeat_request,
     build_metadata_request,
     parse_heartbeat_response,
@@ -35,6 +34,7 @@ from consumer.errors import (
     ProtocolError,
     UnsupportedBrokerError,
 )
+from consumer.member import HeartbeatRequest
 
 T = TypeVar("T")
 BOUND_S = 5.0
@@ -50,7 +50,7 @@ async def bounded(awaitable: Awaitable[T], seconds: float = BOUND_S) -> T:
 
 def heartbeat(epoch: int) -> RequestPayload:
     return build_heartbeat_request(
-        HeartbeatFields(group_id="g", member_id="m", member_epoch=epoch), 1
+        HeartbeatRequest(group_id="g", member_id="m", member_epoch=epoch), 1
     )
 
 

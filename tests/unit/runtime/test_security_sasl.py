@@ -26,8 +26,8 @@ from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest, SaslHandshakeResp
 from kio.static.primitive import i64Timedelta
 from kio.static.protocol import RequestHeader, RequestPayload, ResponsePayload
 
+from consumer._bridge.settings import ClusterSettings
 from consumer._config.types import Secret
-from consumer._runtime.background import ClusterSettings
 from consumer._runtime.connection import BrokerConnection
 from consumer._runtime.retry import CONNECT_RETRY
 from consumer._runtime.sasl_mechanisms import (

@@ -25,7 +25,6 @@ from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i16, i32
 
 from consumer._wire import (
-    HeartbeatFields,
     OffsetCommitFields,
     OffsetToCommit,
     build_find_coordinator_request,
@@ -52,13 +51,14 @@ from consumer.errors import (
     UnsupportedBrokerError,
     UnsupportedVersionError,
 )
+from consumer.member import HeartbeatRequest
 
 TOPIC = uuid.UUID("0b8c1d5e-2f3a-4b6c-8d9e-0f1a2b3c4d5e")
 ZERO_MS = i32_timedelta_from_ms(0)
 
 
 def test_heartbeat_regex_at_v0_is_refused_locally() -> None:
-    fields = HeartbeatFields(
+    fields = HeartbeatRequest(
         group_id="g", member_id="m", member_epoch=0, subscribed_topic_regex="a.*"
     )
     with pytest.raises(UnsupportedBrokerError, match="regular expression"):
@@ -67,13 +67,13 @@ def test_heartbeat_regex_at_v0_is_refused_locally() -> None:
 
 
 def test_heartbeat_join_carries_empty_owned_partitions_and_rebalance_timeout() -> None:
-    fields = HeartbeatFields(
+    fields = HeartbeatRequest(
         group_id="g",
         member_id="m",
         member_epoch=0,
         rebalance_timeout_ms=45_000,
-        subscribed_topic_names=["t"],
-        owned_partitions={},
+        subscribed_topic_names=("t",),
+        topic_partitions=(),
     )
     request = build_heartbeat_request(fields, 1)
     assert request.topic_partitions == ()
@@ -83,7 +83,7 @@ def test_heartbeat_join_carries_empty_owned_partitions_and_rebalance_timeout() -
 
 def test_heartbeat_keepalive_leaves_optional_fields_null() -> None:
     request = build_heartbeat_request(
-        HeartbeatFields(group_id="g", member_id="m", member_epoch=4), 1
+        HeartbeatRequest(group_id="g", member_id="m", member_epoch=4), 1
     )
     assert request.topic_partitions is None
     assert request.subscribed_topic_names is None
@@ -92,7 +92,7 @@ def test_heartbeat_keepalive_leaves_optional_fields_null() -> None:
 
 def test_heartbeat_rejects_unknown_version() -> None:
     with pytest.raises(ValueError, match="v2"):
-        build_heartbeat_request(HeartbeatFields(group_id="g", member_id="m", member_epoch=1), 2)
+        build_heartbeat_request(HeartbeatRequest(group_id="g", member_id="m", member_epoch=1), 2)
 
 
 def _heartbeat_response(**changes: object) -> ConsumerGroupHeartbeatResponse:

@@ -18,7 +18,6 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 from consumer._wire import (
     SUPPORTED_VERSIONS,
     ApiKey,
-    HeartbeatFields,
     OffsetCommitFields,
     OffsetFetchFields,
     OffsetToCommit,
@@ -36,22 +35,23 @@ from consumer._wire import (
     encode_response_frame,
     response_type_for,
 )
+from consumer.member import HeartbeatRequest, TopicPartitions
 
 TOPIC_A = uuid.UUID("0b8c1d5e-2f3a-4b6c-8d9e-0f1a2b3c4d5e")
 TOPIC_B = uuid.UUID("9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a")
 
 
-def _heartbeat_fields() -> HeartbeatFields:
-    return HeartbeatFields(
+def _heartbeat_fields() -> HeartbeatRequest:
+    return HeartbeatRequest(
         group_id="group-1",
         member_id="AAAAAAAAAAAAAAAAAAAAAA",
         member_epoch=7,
         instance_id="instance-1",
         rack_id="rack-a",
         rebalance_timeout_ms=300_000,
-        subscribed_topic_names=["orders", "payments"],
+        subscribed_topic_names=("orders", "payments"),
         server_assignor="uniform",
-        owned_partitions={TOPIC_A: [2, 0, 1], TOPIC_B: []},
+        topic_partitions=(TopicPartitions(TOPIC_A, (2, 0, 1)), TopicPartitions(TOPIC_B, ())),
     )
 
 
@@ -103,9 +103,9 @@ def _built_requests() -> list[tuple[str, RequestPayload]]:
             cases.append((f"FindCoordinator-v{v}-{index}", request))
     for v in _versions(ApiKey.CONSUMER_GROUP_HEARTBEAT):
         cases.append((f"Heartbeat-full-v{v}", build_heartbeat_request(_heartbeat_fields(), v)))
-        keepalive = HeartbeatFields(group_id="g", member_id="m", member_epoch=9)
+        keepalive = HeartbeatRequest(group_id="g", member_id="m", member_epoch=9)
         cases.append((f"Heartbeat-keepalive-v{v}", build_heartbeat_request(keepalive, v)))
-    regex = HeartbeatFields(
+    regex = HeartbeatRequest(
         group_id="g", member_id="m", member_epoch=0, subscribed_topic_regex="orders-.*"
     )
     cases.append(("Heartbeat-regex-v1", build_heartbeat_request(regex, 1)))

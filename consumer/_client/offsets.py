@@ -1,0 +1,170 @@
+"""The offsets side of :class:`~consumer.Consumer`: ``store_offsets()``, ``commit()``,
+``committed()`` and the consumed offsets ``poll()`` reports to the member.
+
+:class:`OffsetBook` runs on the application thread. Commits go to the member as
+``CommitRequested`` events; ``committed()`` goes to the background loop as a
+:class:`~consumer._bridge.messages.FetchCommitted` request whose reply future it waits on.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable
+
+from confluent_kafka import KafkaError, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from consumer._bridge.handle import RuntimeHandle
+from consumer._bridge.last_poll import monotonic_ms
+from consumer._bridge.messages import AppEvent, FetchCommitted
+from consumer._bridge.queues import ToBackground
+from consumer._client.app_thread import AppThreadServer, CommitWaiter
+from consumer._client.commits import (
+    COMMIT_REPORT_GRACE_S,
+    commit_outcome,
+    offsets_named,
+    refuse_foreign,
+    sync_commit_timeout_ms,
+)
+from consumer._client.dataplane import DataPlane
+from consumer._client.errors import ConsumerKafkaException, kafka_exception
+from consumer.config import ConsumerConfig
+from consumer.errors import KafkaConnectionError
+from consumer.member import (
+    CommitRequested,
+    ConsumedOffsetsReported,
+    ReportCommitResult,
+    TopicPartition,
+)
+
+__all__ = ["COMMITTED_DEFAULT_TIMEOUT_S", "OffsetBook"]
+
+#: How long ``committed()`` waits when called without a timeout (or a negative one).
+COMMITTED_DEFAULT_TIMEOUT_S = 60.0
+#: How much longer than its own timeout ``committed()`` waits for the loop's reply.
+_COMMITTED_REPLY_GRACE_S = 1.0
+
+
+class OffsetBook:
+    """Stored offsets, commits and committed-offset lookups of one consumer."""
+
+    def __init__(
+        self,
+        config: ConsumerConfig,
+        dataplane: DataPlane,
+        to_background: ToBackground[AppEvent],
+    ) -> None:
+        self._config = config
+        self._dataplane = dataplane
+        self._to_background = to_background
+        self._tokens = itertools.count(1)
+        self._stored: dict[TopicPartition, int] = {}
+
+    def consumed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Next offset to read per partition: positions, or stored offsets when storing by hand."""
+        wanted = list(partitions)
+        if not self._config.enable_auto_offset_store:
+            return {tp: self._stored[tp] for tp in wanted if tp in self._stored}
+        positions = self._dataplane.positions((tp.topic, tp.partition) for tp in wanted)
+        return {TopicPartition(t, p): offset for (t, p), offset in positions.items()}
+
+    def report_consumed(self, owned: Iterable[TopicPartition]) -> None:
+        """Tell the member the consumed offsets of ``owned`` (before leaving or closing)."""
+        consumed = self.consumed(owned)
+        if consumed:
+            self._to_background.put(ConsumedOffsetsReported(consumed))
+
+    def store(self, message: Message | None, offsets: list[KafkaTopicPartition] | None) -> None:
+        """``store_offsets()``: remember offsets for the next commit."""
+        if self._config.enable_auto_offset_store:
+            raise kafka_exception(
+                KafkaError._INVALID_ARG,
+                "store_offsets() needs enable.auto.offset.store=false",
+            )
+        if (message is None) == (offsets is None):
+            raise ValueError("store_offsets() takes exactly one of message or offsets")
+        if message is not None:
+            key = TopicPartition(message.topic() or "", message.partition() or 0)
+            self._stored[key] = (message.offset() or 0) + 1
+        else:
+            for tp in offsets or ():
+                self._stored[TopicPartition(tp.topic, tp.partition)] = tp.offset
+
+    def commit(
+        self,
+        server: AppThreadServer,
+        message: Message | None,
+        offsets: list[KafkaTopicPartition] | None,
+        *,
+        asynchronous: bool,
+        member_started: bool,
+        last_poll_report_ms: int,
+    ) -> list[KafkaTopicPartition] | None:
+        """``commit()``: see :meth:`consumer.Consumer.commit`.
+
+        ``last_poll_report_ms`` is when the member was last told the application polled
+        (:func:`~consumer._bridge.last_poll.monotonic_ms` time); a synchronous commit returns
+        before that report runs out.
+        """
+        everything = message is None and offsets is None
+        consumed = self.consumed(server.owned) if everything else {}
+        chosen = offsets_named(message, offsets, consumed)
+        if not member_started:
+            raise kafka_exception(
+                KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
+            )
+        refuse_foreign(chosen, server.owned)
+        token = next(self._tokens)
+        outcome: list[ReportCommitResult] = []
+        on_commit = self._config.on_commit
+
+        def on_result(result: ReportCommitResult) -> None:
+            outcome.append(result)
+            if asynchronous and on_commit is not None:
+                error, partitions = commit_outcome(chosen, result)
+                on_commit(error, partitions)
+
+        server.commit_waiters[token] = CommitWaiter(chosen, on_result)
+        if asynchronous:
+            self._to_background.put(CommitRequested(token, dict(chosen)))
+            return None
+        # A synchronous commit is retried only while the caller waits for it: once it gave up
+        # (and perhaps consumed on), a late retry must not overwrite newer offsets.
+        timeout_ms = sync_commit_timeout_ms(
+            self._config.max_poll_interval_ms, last_poll_report_ms, monotonic_ms()
+        )
+        self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
+        timeout_s = timeout_ms / 1000
+        if not server.take_commit_result(token, timeout_s + COMMIT_REPORT_GRACE_S):
+            server.commit_waiters.pop(token, None)
+            raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
+        error, partitions = commit_outcome(chosen, outcome[0])
+        if error is not None:
+            raise ConsumerKafkaException(error)
+        return partitions
+
+    def committed(
+        self,
+        runtime: RuntimeHandle,
+        partitions: list[KafkaTopicPartition],
+        timeout: float | None,
+    ) -> list[KafkaTopicPartition]:
+        """``committed()``: one OffsetFetch (retried) by the background loop, awaited here."""
+        wanted = tuple(TopicPartition(tp.topic, tp.partition) for tp in partitions)
+        timeout_s = (
+            COMMITTED_DEFAULT_TIMEOUT_S if timeout is None or timeout < 0 else float(timeout)
+        )
+        if runtime.finished:
+            raise KafkaConnectionError("the consumer's background loop is not running")
+        request = FetchCommitted(wanted, timeout_s)
+        self._to_background.put(request)
+        try:
+            result = request.reply.result(timeout_s + _COMMITTED_REPLY_GRACE_S)
+        except TimeoutError:
+            raise kafka_exception(
+                KafkaError._TIMED_OUT, f"committed() timed out after {timeout_s} s"
+            ) from None
+        return [
+            KafkaTopicPartition(tp.topic, tp.partition, offset)
+            for tp, offset in zip(wanted, result, strict=True)
+        ]

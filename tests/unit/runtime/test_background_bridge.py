@@ -1,0 +1,66 @@
+"""What the background loop does with the bridge's requests and cells (no broker needed: the
+member stays unsubscribed, so the loop sends nothing on its own)."""
+
+from __future__ import annotations
+
+import pytest
+
+from consumer._bridge.last_poll import LastPoll, monotonic_ms
+from consumer._bridge.messages import AppEvent, FetchCommitted, StopLoop, ToAppEvent
+from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._bridge.settings import ClusterSettings
+from consumer._runtime import BackgroundRuntime
+from consumer.errors import KafkaConnectionError
+from consumer.member import MemberConfig, MemberState, TopicPartition
+
+#: Nothing listens there; the tests never let a request reach it.
+_NOWHERE = ClusterSettings("127.0.0.1:9", "test-client", connect_timeout_ms=1_000)
+
+
+def _runtime(to_background: ToBackground[AppEvent]) -> BackgroundRuntime:
+    to_application: ToApplication[ToAppEvent] = ToApplication()
+    return BackgroundRuntime(
+        MemberConfig(group_id="g"), _NOWHERE, to_background, to_application, last_poll=LastPoll()
+    )
+
+
+def test_a_committed_request_queued_behind_a_stop_is_refused_not_left_hanging() -> None:
+    to_background: ToBackground[AppEvent] = ToBackground()
+    runtime = _runtime(to_background)
+    request = FetchCommitted((TopicPartition("t", 0),), timeout_s=30.0)
+    to_background.put(StopLoop())
+    to_background.put(request)
+    runtime.start()
+    assert runtime.wait_finished(5.0)
+    with pytest.raises(KafkaConnectionError, match="not running"):
+        request.reply.result(timeout=5.0)
+    assert runtime.failure is None
+
+
+def test_a_committed_request_in_flight_when_the_loop_stops_is_refused() -> None:
+    to_background: ToBackground[AppEvent] = ToBackground()
+    runtime = _runtime(to_background)
+    runtime.start()
+    request = FetchCommitted((TopicPartition("t", 0),), timeout_s=30.0)
+    to_background.put(request)
+    runtime.stop(timeout_s=10.0)
+    assert runtime.finished
+    with pytest.raises(KafkaConnectionError):
+        request.reply.result(timeout=5.0)
+
+
+def test_last_poll_keeps_the_latest_stamp_on_the_runtime_clock() -> None:
+    cell = LastPoll()
+    assert cell.polled_ms == 0
+    now = monotonic_ms()
+    cell.stamp(now)
+    cell.stamp(now + 5)
+    assert cell.polled_ms == now + 5
+
+
+def test_the_runtime_publishes_the_member_state_for_the_application() -> None:
+    to_background: ToBackground[AppEvent] = ToBackground()
+    runtime = _runtime(to_background)
+    assert runtime.state is MemberState.UNSUBSCRIBED
+    assert runtime.member_epoch == 0
+    assert not runtime.finished
