@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import abc
-from types import TracebackType
 from typing import Self
 
 __all__ = ["Service"]
@@ -27,10 +26,5 @@ class Service(abc.ABC):
     def __enter__(self) -> Self:
         return self.start()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()

@@ -32,18 +32,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
-from consumer.testing.timeline_events import (
-    EVENT_NAMES,
-    EVENT_TYPES,
-    Commit,
-    Event,
-    Fault,
-    Ownership,
-    Processed,
-    Produced,
-    StateChange,
-    wall_clock_ms,
-)
+from consumer.testing import timeline_events as ev
 
 __all__ = ["Timeline"]
 
@@ -53,20 +42,20 @@ _Key = tuple[str, str, int]  # member, topic, partition
 class Timeline:
     """A thread-safe event log of one run. ``clock_ms`` stamps events recorded without a time."""
 
-    def __init__(self, clock_ms: Callable[[], int] = wall_clock_ms) -> None:
+    def __init__(self, clock_ms: Callable[[], int] = ev.wall_clock_ms) -> None:
         self._clock_ms = clock_ms
         self._lock = threading.Lock()
-        self._events: list[Event] = []
+        self._events: list[ev.Event] = []
         self._open: dict[_Key, int] = {}  # assigned, not yet revoked: owned_from_ms
         self._sink: IO[str] | None = None
 
     # -- recording ---------------------------------------------------------------------------
 
-    def record(self, event: Event) -> None:
+    def record(self, event: ev.Event) -> None:
         """Append one event."""
         with self._lock:
             self._events.append(event)
-            self._write({"type": EVENT_NAMES[type(event)], **asdict(event)})
+            self._write({"type": ev.EVENT_NAMES[type(event)], **asdict(event)})
 
     def assigned(self, member: str, topic: str, partition: int, at_ms: int | None = None) -> None:
         """``member`` starts owning ``topic[partition]`` (closes with :meth:`revoked`)."""
@@ -88,7 +77,7 @@ class Timeline:
                 start = self._open.pop(key, None)
                 if start is None:
                     raise ValueError(f"{member} does not own {topic}[{partition}]")
-                self._events.append(Ownership(member, topic, partition, start, at_ms))
+                self._events.append(ev.Ownership(member, topic, partition, start, at_ms))
             if stream:
                 line = {"member": member, "topic": topic, "partition": partition, "at_ms": at_ms}
                 self._write({"type": kind, **line})
@@ -97,13 +86,13 @@ class Timeline:
         self, member: str, topic: str, partition: int, offset: int, at_ms: int | None = None
     ) -> None:
         """An accepted commit of ``offset`` (the next offset to read)."""
-        self.record(Commit(member, topic, partition, offset, self._at(at_ms)))
+        self.record(ev.Commit(member, topic, partition, offset, self._at(at_ms)))
 
     def processed(
         self, member: str, topic: str, partition: int, offset: int, at_ms: int | None = None
     ) -> None:
         """``member`` processed the record at ``offset``."""
-        self.record(Processed(member, topic, partition, offset, self._at(at_ms)))
+        self.record(ev.Processed(member, topic, partition, offset, self._at(at_ms)))
 
     def produced(
         self, topic: str, partition: int, offsets: Iterable[int], at_ms: int | None = None
@@ -111,28 +100,28 @@ class Timeline:
         """The run produced records at ``offsets`` of ``topic[partition]``."""
         at = self._at(at_ms)
         for offset in offsets:
-            self.record(Produced(topic, partition, offset, at))
+            self.record(ev.Produced(topic, partition, offset, at))
 
     def fault(
         self, kind: str, member: str | None, start_ms: int | None = None, end_ms: int | None = None
     ) -> None:
         """A fault of ``kind`` on ``member`` (see the module docstring for kinds)."""
-        self.record(Fault(kind, member, self._at(start_ms), end_ms))
+        self.record(ev.Fault(kind, member, self._at(start_ms), end_ms))
 
     def state(self, member: str, state: str, at_ms: int | None = None) -> None:
         """``member`` entered ``state``."""
-        self.record(StateChange(member, state, self._at(at_ms)))
+        self.record(ev.StateChange(member, state, self._at(at_ms)))
 
     def _at(self, at_ms: int | None) -> int:
         return self._clock_ms() if at_ms is None else at_ms
 
     # -- reading -----------------------------------------------------------------------------
 
-    def events(self) -> list[Event]:
+    def events(self) -> list[ev.Event]:
         """Every event so far; ownership still open has ``owned_to_ms=None``."""
         with self._lock:
             still_open = [
-                Ownership(m, t, p, start, None) for (m, t, p), start in self._open.items()
+                ev.Ownership(m, t, p, start, None) for (m, t, p), start in self._open.items()
             ]
             return [*self._events, *still_open]
 
@@ -159,7 +148,7 @@ class Timeline:
         """Write every event to ``path`` as JSON lines (readable by :meth:`merge_jsonl`)."""
         with open(path, "w", encoding="utf-8") as out:
             for event in self.events():
-                out.write(json.dumps({"type": EVENT_NAMES[type(event)], **asdict(event)}) + "\n")
+                out.write(json.dumps({"type": ev.EVENT_NAMES[type(event)], **asdict(event)}) + "\n")
 
     def merge_jsonl(self, path: Path) -> int:
         """Add the events of a JSON-lines file; returns how many lines were read.
@@ -183,7 +172,7 @@ class Timeline:
                     self._edge(kind, stream=False, **data)
                 else:
                     with self._lock:
-                        self._events.append(EVENT_TYPES[kind](**data))
+                        self._events.append(ev.EVENT_TYPES[kind](**data))
             except (ValueError, KeyError, TypeError) as exc:
                 raise ValueError(f"{path}:{number}: not a timeline event: {exc}") from exc
             count += 1

@@ -59,8 +59,8 @@ class Ownership:
 
 
 @dataclass(frozen=True)
-class Commit:
-    """A commit the broker accepted: ``offset`` is the next offset ``member`` would read."""
+class _AtOffset:
+    """Something ``member`` did at ``offset`` of ``topic[partition]``, at ``at_ms``."""
 
     member: str
     topic: str
@@ -70,14 +70,13 @@ class Commit:
 
 
 @dataclass(frozen=True)
-class Processed:
-    """``member`` processed the record at ``offset`` of ``topic[partition]``."""
+class Commit(_AtOffset):
+    """A commit the broker accepted: ``offset`` is the next offset ``member`` would read."""
 
-    member: str
-    topic: str
-    partition: int
-    offset: int
-    at_ms: int
+
+@dataclass(frozen=True)
+class Processed(_AtOffset):
+    """``member`` processed the record at ``offset`` of ``topic[partition]``."""
 
 
 @dataclass(frozen=True)
