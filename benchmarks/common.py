@@ -155,8 +155,8 @@ class BrokerSet:
         return self._default_timers
 
     def _start(self, overrides: Mapping[str, str]) -> str:
-        from consumer.testing.broker import LocalBroker
-        from consumer.testing.kafka_jars import BrokerStartError
+        from consumer.testing.real.broker import LocalBroker
+        from consumer.testing.real.kafka_jars import BrokerStartError
 
         print(f"[bench] starting a local broker {dict(overrides) or '(fast defaults)'}", flush=True)
         for attempt in (1, 2, 3):

@@ -24,7 +24,7 @@ from typing import Any
 
 from benchmarks.common import REPO_ROOT, create_topic, log, summary
 from consumer.member import AppPolled, HeartbeatSucceeded, MemberState, SendHeartbeat
-from consumer.testing.harness import GroupHarness
+from consumer.testing.sim.harness import GroupHarness
 
 IMPLEMENTATIONS = ("ours", "confluent-848")
 

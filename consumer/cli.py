@@ -1,7 +1,7 @@
 """``kgm``: the project's command line.
 
 ``kgm broker start [--detach]``, ``kgm broker status``, ``kgm broker stop`` manage the local
-Kafka broker of :mod:`consumer.testing.broker`; ``kgm demo`` runs the README's main job.
+Kafka broker of :mod:`consumer.testing.real.broker`; ``kgm demo`` runs the README's main job.
 """
 
 from __future__ import annotations
@@ -10,9 +10,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from consumer.testing.broker import LocalBroker
-from consumer.testing.detached import read_broker_state, stop_detached_broker, write_broker_state
-from consumer.testing.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError
+from consumer.testing.real.broker import LocalBroker
+from consumer.testing.real.detached import (
+    read_broker_state,
+    stop_detached_broker,
+    write_broker_state,
+)
+from consumer.testing.real.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError
 
 
 def _broker_start(args: argparse.Namespace) -> int:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from consumer._client.consumer import Consumer
-from consumer.testing.broker import LocalBroker
+from consumer.testing.real.broker import LocalBroker
 
 DEMO_PARTITIONS = 6
 DEMO_RECORDS = 6_000

@@ -2,7 +2,7 @@
 
     python examples/spark_pipeline.py [BOOTSTRAP TOPIC GROUP OUTPUT_DIR]
 
-Without arguments it starts a local Kafka broker (``consumer.testing.broker.LocalBroker``),
+Without arguments it starts a local Kafka broker (``consumer.testing.real.broker.LocalBroker``),
 creates a topic with a few hundred records and runs against it.
 
 The batch snapshot API is used: the driver joins ``GROUP`` as one member, freezes the ranges it
@@ -61,7 +61,7 @@ def _demo_cluster() -> Iterator[tuple[str, str]]:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from consumer.testing.broker import LocalBroker
+    from consumer.testing.real.broker import LocalBroker
 
     with LocalBroker() as broker:
         topic = f"spark-pipeline-{uuid.uuid4().hex[:6]}"

@@ -5,7 +5,7 @@ must actually execute there. Property tests (Hypothesis) replay a fixed, seeded 
 under CI, so the release gate never depends on which random cases a run happens to draw; outside
 CI every run explores new random examples.
 
-One Kafka broker is started per test run (by :class:`consumer.testing.broker.LocalBroker`) the
+One Kafka broker is started per test run (by :class:`consumer.testing.real.broker.LocalBroker`) the
 first time a test asks for it, unless ``KAFKA_BOOTSTRAP_SERVERS`` points at an existing cluster.
 Tests create their own uniquely named topics and groups, so they never depend on each other's data.
 """
@@ -21,7 +21,7 @@ from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from hypothesis import settings as hypothesis_settings
 
-from consumer.testing.broker import LocalBroker
+from consumer.testing.real.broker import LocalBroker
 
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):

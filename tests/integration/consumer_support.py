@@ -30,7 +30,7 @@ from confluent_kafka import KafkaError, Message, Producer
 
 from tests.support import OURS, build_consumer, selected_impl, wait_until
 
-#: Broker settings of the session broker (``consumer.testing.broker.fast_group_settings``).
+#: Broker settings of the session broker (``consumer.testing.real.broker.fast_group_settings``).
 SESSION_TIMEOUT_S = 6.0
 HEARTBEAT_INTERVAL_S = 0.5
 

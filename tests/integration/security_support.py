@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from consumer.testing.security import SecureBrokerSettings
+from consumer.testing.real.security import SecureBrokerSettings
 from tests.support import wait_until
 
 #: Each check of an ACL is a request to the broker: re-check at this pace.

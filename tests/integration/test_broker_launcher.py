@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from consumer.testing._probe import probe_api_keys
-from consumer.testing.broker import LocalBroker
-from consumer.testing.detached import wait_for_pid_exit
-from consumer.testing.kafka_jars import resolve_kafka_jars
+from consumer.testing.real._probe import probe_api_keys
+from consumer.testing.real.broker import LocalBroker
+from consumer.testing.real.detached import wait_for_pid_exit
+from consumer.testing.real.kafka_jars import resolve_kafka_jars
 
 pytestmark = pytest.mark.integration
 
@@ -66,7 +66,7 @@ def test_broker_is_killed_when_the_process_that_started_it_crashes(tmp_path: Pat
     script = textwrap.dedent(
         """
         import sys
-        from consumer.testing.broker import LocalBroker
+        from consumer.testing.real.broker import LocalBroker
         broker = LocalBroker().start()
         print(broker.process.pid, broker.port, flush=True)
         sys.stdin.read()
@@ -122,7 +122,7 @@ def test_restart_keeps_the_data_and_the_address() -> None:
 
 
 def test_restart_needs_a_started_broker() -> None:
-    from consumer.testing.kafka_jars import BrokerStartError
+    from consumer.testing.real.kafka_jars import BrokerStartError
 
     with pytest.raises(BrokerStartError, match="needs a broker that was started"):
         LocalBroker().restart()

@@ -41,7 +41,7 @@ from member_thread import (
     MemberThread,
 )
 
-from consumer.testing.broker import LocalBroker
+from consumer.testing.real.broker import LocalBroker
 from tests.support import CONFLUENT
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from consumer.testing.proxy import FaultProxy, ProxiedBroker, proxied_broker
+from consumer.testing.real.proxy import FaultProxy, ProxiedBroker, proxied_broker
 
 pytestmark = pytest.mark.integration
 

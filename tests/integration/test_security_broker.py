@@ -22,8 +22,8 @@ from confluent_kafka.admin import (
 )
 from security_support import grant_test_acls
 
-from consumer.testing.broker import LocalBroker
-from consumer.testing.security import SecureBrokerSettings, secure_broker_settings
+from consumer.testing.real.broker import LocalBroker
+from consumer.testing.real.security import SecureBrokerSettings, secure_broker_settings
 
 pytestmark = pytest.mark.integration
 

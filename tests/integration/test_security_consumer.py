@@ -1,6 +1,6 @@
 """Our ``consumer.Consumer`` over TLS and SASL, end to end on both planes, and with ACLs.
 
-One extra broker serves the whole module (``consumer.testing.security``): PLAINTEXT (the
+One extra broker serves the whole module (``consumer.testing.real.security``): PLAINTEXT (the
 administrator's door: topics, ACLs and test records go through it), SSL (mutual TLS), and
 SASL_PLAINTEXT / SASL_SSL with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512, with
 ``StandardAuthorizer`` on. Principals:
@@ -42,8 +42,8 @@ from consumer._runtime.retry import CONNECT_RETRY
 from consumer._runtime.sasl_mechanisms import SaslAuthenticationFailedError
 from consumer.config import parse_config
 from consumer.errors import GroupAuthorizationFailedError
-from consumer.testing.broker import fast_group_settings
-from consumer.testing.security import SecureBrokerSettings, secure_broker_settings
+from consumer.testing.real.broker import fast_group_settings
+from consumer.testing.real.security import SecureBrokerSettings, secure_broker_settings
 
 pytestmark = pytest.mark.integration
 

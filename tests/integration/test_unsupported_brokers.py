@@ -24,7 +24,7 @@ from consumer._wire import (
 )
 from consumer.errors import UnsupportedBrokerError, UnsupportedVersionError
 from consumer.member import HeartbeatRequest
-from consumer.testing.broker import LocalBroker
+from consumer.testing.real.broker import LocalBroker
 
 pytestmark = pytest.mark.integration
 

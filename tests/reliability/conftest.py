@@ -1,6 +1,6 @@
 """Reliability tier: member processes behind fault proxies, faults, churn, fuzzing.
 
-One proxied broker (one listener and one :class:`~consumer.testing.proxy.FaultProxy` per member
+One proxied broker (one listener and one :class:`~consumer.testing.real.proxy.FaultProxy` per member
 slot ``m1``..``m5``) serves the whole session; every test makes its own topic and group. Each run
 prints its invariant counts (``[reliability] ...`` lines) straight to the terminal, and again in
 a summary at the end, so CI logs show them without ``-s``.
@@ -22,7 +22,7 @@ from reliability_support import (
     create_topic,
 )
 
-from consumer.testing.proxy import ProxiedBroker
+from consumer.testing.real.proxy import ProxiedBroker
 
 SLOTS = ("m1", "m2", "m3", "m4", "m5")
 _COUNT_LINES: list[str] = []

@@ -20,7 +20,7 @@ from reliability_support import (
     ProducedLog,
 )
 
-from consumer.testing.proxy import ProxiedBroker
+from consumer.testing.real.proxy import ProxiedBroker
 from consumer.testing.timeline import Timeline
 from consumer.testing.timeline_events import (
     FENCE,

@@ -15,13 +15,13 @@ from collections import defaultdict
 from confluent_kafka import KafkaError, Message, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from consumer.testing.broker import LocalBroker
+from consumer.testing.real.broker import LocalBroker
 from consumer.testing.timeline import Timeline
 from consumer.testing.timeline_events import (
     wall_clock_ms,
 )
 
-#: Broker group settings (``consumer.testing.broker.fast_group_settings``).
+#: Broker group settings (``consumer.testing.real.broker.fast_group_settings``).
 HEARTBEAT_MS = 500
 SESSION_MS = 6_000
 #: The broker's session timer restarts at the last heartbeat it received, up to one interval

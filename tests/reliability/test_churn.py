@@ -37,7 +37,7 @@ from run_checks import (
     zombie_records,
 )
 
-from consumer.testing.proxy import ProxiedBroker
+from consumer.testing.real.proxy import ProxiedBroker
 from consumer.testing.timeline_events import Fault, Processed
 from tests.support import (
     wait_until,

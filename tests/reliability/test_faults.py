@@ -32,7 +32,7 @@ from run_checks import (
     states_of,
 )
 
-from consumer.testing.proxy import ProxiedBroker
+from consumer.testing.real.proxy import ProxiedBroker
 from consumer.testing.timeline_events import wall_clock_ms
 from tests.support import (
     wait_until,

@@ -44,7 +44,7 @@ from consumer.member import (
     Subscribed,
 )
 from consumer.member.partitions import flatten_assignment
-from consumer.testing.autopilot import Autopilot, answer_pending
+from consumer.testing.sim.autopilot import Autopilot, answer_pending
 from consumer.testing.timeline_events import FENCE
 from tests.support import (
     wait_until,

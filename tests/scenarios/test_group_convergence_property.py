@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from consumer.member import CloseRequested
-from consumer.testing.coordinator_sim import CoordinatorSim
-from consumer.testing.harness import GroupHarness
+from consumer.testing.sim.coordinator import CoordinatorSim
+from consumer.testing.sim.harness import GroupHarness
 
 MAX_MEMBERS = 20
 MAX_HEARTBEATS_AFTER_CHURN = 4

@@ -13,8 +13,8 @@ Each such place is marked "KIP rule".
 from __future__ import annotations
 
 from consumer.member import MemberState
-from consumer.testing.coordinator_sim import CoordinatorSim
-from consumer.testing.harness import GroupHarness
+from consumer.testing.sim.coordinator import CoordinatorSim
+from consumer.testing.sim.harness import GroupHarness
 
 NO_EXPIRY_MS = 3_600_000
 

@@ -21,7 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
-from consumer.testing.broker import LocalBroker
+from consumer.testing.real.broker import LocalBroker
 
 # --- metrics --------------------------------------------------------------------------------------
 

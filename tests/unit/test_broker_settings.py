@@ -6,8 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from consumer.testing.broker import LocalBroker, fast_group_settings
-from consumer.testing.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError, resolve_kafka_jars
+from consumer.testing.real.broker import LocalBroker, fast_group_settings
+from consumer.testing.real.kafka_jars import (
+    DEFAULT_KAFKA_VERSION,
+    BrokerStartError,
+    resolve_kafka_jars,
+)
 
 
 def test_default_version_is_a_4x_release() -> None:
@@ -38,7 +42,7 @@ def test_server_properties_make_groups_fast_and_overrides_win(tmp_path: Path) ->
 def test_cluster_ids_never_start_with_a_dash(monkeypatch: pytest.MonkeyPatch) -> None:
     import uuid
 
-    from consumer.testing import broker
+    from consumer.testing.real import broker
 
     # The first draw encodes to an id starting with '-' (0xf8 -> '-' in URL-safe base64).
     draws = iter([uuid.UUID(bytes=b"\xf8" + b"\x00" * 15), uuid.UUID(int=7)])

@@ -98,6 +98,15 @@ RULES: tuple[Rule, ...] = (
         "consumer._wire",
     ),
     _rule("consumer._runtime", *_OUTER, "consumer._client"),
+    # The testing kit's simulation is sans-I/O: no real-broker tooling, no runtime, no wire.
+    _rule(
+        "consumer.testing.sim",
+        "consumer.testing.real",
+        "consumer.cli",
+        "consumer.demo",
+        "consumer._runtime",
+        "consumer._wire",
+    ),
     _rule(
         "consumer._client",
         *_OUTER,
@@ -228,7 +237,7 @@ def _package_modules() -> dict[str, pathlib.Path]:
 def test_every_part_of_the_package_is_classified() -> None:
     layers = {_layer_of(name) for name in _package_modules()}
     assert layers <= KNOWN_LAYERS, f"unclassified: {sorted(layers - KNOWN_LAYERS)}"
-    assert {rule.layer for rule in RULES} <= KNOWN_LAYERS
+    assert {_layer_of(rule.layer) for rule in RULES} <= KNOWN_LAYERS
 
 
 def test_the_package_keeps_its_layering() -> None:
@@ -241,6 +250,26 @@ def test_the_package_keeps_its_layering() -> None:
             name, path.read_text(), is_package=path.name == "__init__.py", known=known
         )
     ]
+    assert problems == []
+
+
+#: Standard-library modules that do I/O or start threads: the simulation may not import them.
+_IO_MODULES = frozenset({"socket", "subprocess", "threading", "selectors", "asyncio", "time"})
+
+
+def test_the_simulation_does_no_io() -> None:
+    problems = []
+    for name, path in _package_modules().items():
+        if not _within(name, "consumer.testing.sim"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                roots = [alias.name.split(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                roots = [(node.module or "").split(".")[0]]
+            else:
+                continue
+            problems.extend(f"{name}:{node.lineno} imports {r}" for r in roots if r in _IO_MODULES)
     assert problems == []
 
 

@@ -24,7 +24,7 @@ from consumer.member import (
     TopicPartition,
 )
 from consumer.member.partitions import flatten_assignment
-from consumer.testing.autopilot import Autopilot, answer_pending
+from consumer.testing.sim.autopilot import Autopilot, answer_pending
 
 FOO = uuid.UUID("00000000-0000-0000-0000-00000000f001")
 BAR = uuid.UUID("00000000-0000-0000-0000-00000000ba42")

@@ -41,7 +41,7 @@ from consumer._wire import build_metadata_request
 from consumer._wire._units import i32_timedelta_from_ms
 from consumer.config import ConfigError, SecurityConfig, parse_config
 from consumer.errors import ConsumerError, KafkaConnectionError, KafkaError
-from consumer.testing.security import TestPki, create_test_pki
+from consumer.testing.real.security import TestPki, create_test_pki
 
 T = TypeVar("T")
 BOUND_S = 10.0

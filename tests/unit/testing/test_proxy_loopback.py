@@ -14,8 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from consumer.testing.broker import free_port
-from consumer.testing.proxy import FaultProxy, ProxiedBroker
+from consumer.testing.real.broker import free_port
+from consumer.testing.real.proxy import FaultProxy, ProxiedBroker
 
 
 class _Echo(socketserver.BaseRequestHandler):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from consumer.testing.security import (
+from consumer.testing.real.security import (
     STANDARD_AUTHORIZER,
     Listener,
     TestPki,

@@ -14,7 +14,7 @@ listener) on an asyncio loop in its own thread. Its faults can be changed from a
 
 A Kafka client learns broker addresses from Metadata, so a proxy in front of a broker only stays
 in the path if the broker *advertises* the proxy. :class:`ProxiedBroker` does that for each
-member: one :class:`~consumer.testing.broker.LocalBroker` gets one extra PLAINTEXT listener per
+member: one :class:`~consumer.testing.real.broker.LocalBroker` gets one extra PLAINTEXT listener per
 member, each advertised at that member's proxy; a client bootstrapping to the member's proxy
 reaches that listener and is told (Metadata, FindCoordinator) to keep using the same proxy::
 
@@ -37,9 +37,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
-from consumer.testing._service import Service
-from consumer.testing.broker import LocalBroker, free_port
-from consumer.testing.security import Listener, listener_overrides
+from consumer.testing.real._service import Service
+from consumer.testing.real.broker import LocalBroker, free_port
+from consumer.testing.real.security import Listener, listener_overrides
 
 __all__ = ["FaultProxy", "ProxiedBroker", "ProxyStats", "proxied_broker"]
 

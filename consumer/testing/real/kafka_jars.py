@@ -1,8 +1,8 @@
 """Apache Kafka jars from Maven Central, resolved once per machine and version.
 
 ``resolve_kafka_jars`` runs ``mvn dependency:copy-dependencies`` on
-``consumer/testing/kafka-pom.xml`` (which adds the log4j2 binding the Kafka POMs lack) into a
-per-user cache. :mod:`consumer.testing.broker` starts a broker from the folder it returns.
+``consumer/testing/real/kafka-pom.xml`` (which adds the log4j2 binding the Kafka POMs lack) into a
+per-user cache. :mod:`consumer.testing.real.broker` starts a broker from the folder it returns.
 """
 
 from __future__ import annotations

@@ -51,9 +51,9 @@ from consumer.member import (
     Subscribed,
     TopicPartition,
 )
-from consumer.testing.autopilot import Autopilot
-from consumer.testing.clock import ManualClock
-from consumer.testing.coordinator_sim import CoordinatorSim, HeartbeatResponse
+from consumer.testing.sim.autopilot import Autopilot
+from consumer.testing.sim.clock import ManualClock
+from consumer.testing.sim.coordinator import CoordinatorSim, HeartbeatResponse
 
 _MAX_STEPS = 10_000
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from consumer.testing.kafka_jars import cache_dir
+from consumer.testing.real.kafka_jars import cache_dir
 
 if TYPE_CHECKING:
-    from consumer.testing.broker import LocalBroker
+    from consumer.testing.real.broker import LocalBroker
 
 __all__ = [
     "DetachedBroker",

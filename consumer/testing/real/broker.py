@@ -3,7 +3,7 @@
 This is the embedded default of the examples and the backend of every integration test: a
 single KRaft node (broker + controller) started with ``java kafka.Kafka``, no Docker, no
 tarball. The jars are resolved once per machine and Kafka version with Maven
-(``consumer/testing/kafka-pom.xml`` and ``mvn dependency:copy-dependencies``) into a per-user
+(``consumer/testing/real/kafka-pom.xml`` and ``mvn dependency:copy-dependencies``) into a per-user
 cache; storage is always formatted with ``kafka.tools.StorageTool`` (a hand-written
 ``meta.properties`` leaves ``group.version=0`` and breaks the consumer protocol).
 
@@ -34,9 +34,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from consumer.testing._probe import probe_api_keys
-from consumer.testing._service import Service
-from consumer.testing.kafka_jars import (
+from consumer.testing.real._probe import probe_api_keys
+from consumer.testing.real._service import Service
+from consumer.testing.real.kafka_jars import (
     DEFAULT_KAFKA_VERSION,
     BrokerStartError,
     java_executable,
@@ -134,7 +134,7 @@ class LocalBroker(Service):
     (``{"group.version": "0"}`` gives a broker without the consumer group protocol, as before 4.0).
     ``format_args`` are extra arguments appended to the storage formatter's command line, e.g.
     ``("--add-scram", "SCRAM-SHA-256=[name=alice,password=alice-secret]")`` (KRaft creates SCRAM
-    users at format time; see :mod:`consumer.testing.security`).
+    users at format time; see :mod:`consumer.testing.real.security`).
     ``allow_legacy_version`` admits a 3.x ``kafka_version`` (compatibility tests only).
     ``bind_to_parent`` makes the kernel kill the broker when this process dies, which is what
     a test session wants; ``kgm broker start --detach`` turns it off.

@@ -5,7 +5,7 @@ inputs. :class:`Autopilot` gives the answer a runtime and an application that do
 once and without failure would give: metadata resolved, offsets fetched and committed, fetching
 stopped, revocations and callbacks completed, assignments applied. What the answers carry
 (topic names, committed offsets, commit results, consumed offsets) comes from the callables a
-driver plugs in: :class:`~consumer.testing.harness.GroupHarness` takes them from its simulated
+driver plugs in: :class:`~consumer.testing.sim.harness.GroupHarness` takes them from its simulated
 coordinator and data plane, a single-member rig from its own fields.
 
 Commands that start an exchange with the coordinator (``SendHeartbeat``, ``FindCoordinator``),

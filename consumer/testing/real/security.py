@@ -1,6 +1,6 @@
 """TLS and SASL for the local test broker: a throwaway CA, SCRAM users and extra listeners.
 
-Nothing here changes :class:`~consumer.testing.broker.LocalBroker`; it only computes the
+Nothing here changes :class:`~consumer.testing.real.broker.LocalBroker`; it only computes the
 ``overrides`` and ``format_args`` a broker is started with, so the PLAINTEXT listener stays the
 one ``bootstrap_servers`` returns and every authenticated listener is *added* next to it::
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from consumer.testing.broker import LocalBroker, free_port
+from consumer.testing.real.broker import LocalBroker, free_port
 
 __all__ = [
     "SASL_MECHANISMS",

@@ -1,0 +1,22 @@
+"""Fakes and simulation: no sockets, no processes, no JVM, no wall clock.
+
+Everything here runs in the test's own thread under a :class:`ManualClock`, so a seed gives the same
+run every time.
+"""
+
+from consumer.testing.sim.autopilot import Autopilot, answer_pending
+from consumer.testing.sim.clock import ManualClock
+from consumer.testing.sim.coordinator import CoordinatorSim, HeartbeatResponse
+from consumer.testing.sim.harness import Exchange, GroupHarness, HarnessError, MemberDriver
+
+__all__ = [
+    "Autopilot",
+    "CoordinatorSim",
+    "Exchange",
+    "GroupHarness",
+    "HarnessError",
+    "HeartbeatResponse",
+    "ManualClock",
+    "MemberDriver",
+    "answer_pending",
+]
