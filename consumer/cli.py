@@ -1,7 +1,9 @@
 """``kgm``: the project's command line.
 
 ``kgm broker start [--detach]``, ``kgm broker status``, ``kgm broker stop`` manage the local
-Kafka broker of :mod:`consumer.testing.real.broker`; ``kgm demo`` runs the README's main job.
+Kafka broker of :mod:`consumer.testing.real.broker` (a detached broker belongs to the project of
+the working directory, or to ``--state-dir``: see :mod:`consumer.testing.real.detached`);
+``kgm demo`` runs the README's main job.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from consumer.testing.real.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartE
 
 
 def _broker_start(args: argparse.Namespace) -> int:
-    running = read_broker_state()
+    running = read_broker_state(args.state_dir)
     if running is not None:
         print(f"bootstrap.servers={running.bootstrap_servers}")
         print(f"(already running, pid {running.pid})", file=sys.stderr)
@@ -40,7 +42,7 @@ def _broker_start(args: argparse.Namespace) -> int:
         broker.run_dir = Path(tempfile.mkdtemp(prefix="kgm-broker-"))
     broker.start()
     if args.detach:
-        write_broker_state(broker)
+        write_broker_state(broker, args.state_dir)
         print(f"bootstrap.servers={broker.bootstrap_servers}", flush=True)
         return 0
     print(f"bootstrap.servers={broker.bootstrap_servers}", flush=True)
@@ -62,8 +64,8 @@ def _parse_override(item: str) -> tuple[str, str]:
     return key, value
 
 
-def _broker_status(_: argparse.Namespace) -> int:
-    state = read_broker_state()
+def _broker_status(args: argparse.Namespace) -> int:
+    state = read_broker_state(args.state_dir)
     if state is None:
         print(
             "no local broker is running (start one with: kgm broker start --detach)",
@@ -71,11 +73,13 @@ def _broker_status(_: argparse.Namespace) -> int:
         )
         return 1
     print(f"bootstrap.servers={state.bootstrap_servers}")
+    owner = f" for {state.project_root}" if state.project_root else ""
+    print(f"(pid {state.pid}{owner})", file=sys.stderr)
     return 0
 
 
-def _broker_stop(_: argparse.Namespace) -> int:
-    state = stop_detached_broker()
+def _broker_stop(args: argparse.Namespace) -> int:
+    state = stop_detached_broker(state_dir=args.state_dir)
     if state is None:
         print("no local broker was running", file=sys.stderr)
         return 0
@@ -96,7 +100,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     broker = commands.add_parser("broker", help="manage the local Kafka broker")
     broker_commands = broker.add_subparsers(dest="broker_command", required=True)
-    start = broker_commands.add_parser("start", help="start a broker on a free loopback port")
+    where = argparse.ArgumentParser(add_help=False)
+    where.add_argument(
+        "--state-dir",
+        default=None,
+        help="where the detached broker's state is kept (default: $KGM_STATE_DIR, else a "
+        "folder per project root under the user cache)",
+    )
+    start = broker_commands.add_parser(
+        "start", parents=[where], help="start a broker on a free loopback port"
+    )
     start.add_argument("--detach", action="store_true", help="leave it running in the background")
     start.add_argument("--port", type=int, default=0, help="PLAINTEXT port (default: a free one)")
     start.add_argument(
@@ -111,9 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="extra server.properties entry (repeatable)",
     )
     start.set_defaults(handler=_broker_start)
-    status = broker_commands.add_parser("status", help="print the running broker's address")
+    status = broker_commands.add_parser(
+        "status", parents=[where], help="print this project's detached broker's address"
+    )
     status.set_defaults(handler=_broker_status)
-    stop = broker_commands.add_parser("stop", help="stop the detached broker")
+    stop = broker_commands.add_parser(
+        "stop", parents=[where], help="stop this project's detached broker"
+    )
     stop.set_defaults(handler=_broker_stop)
 
     demo = commands.add_parser("demo", help="start the local broker and show a group converging")
