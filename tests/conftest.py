@@ -5,23 +5,29 @@ must actually execute there. Property tests (Hypothesis) replay a fixed, seeded 
 under CI, so the release gate never depends on which random cases a run happens to draw; outside
 CI every run explores new random examples.
 
-One Kafka broker is started per test run (by :class:`consumer.testing.real.broker.LocalBroker`) the
-first time a test asks for it, unless ``KAFKA_BOOTSTRAP_SERVERS`` points at an existing cluster.
-Tests create their own uniquely named topics and groups, so they never depend on each other's data.
+The real-broker fixtures come from the project's own pytest plugin
+(:mod:`consumer.testing.pytest_plugin`, the one users get): one Kafka broker per test run, started
+the first time a test asks for it, unless ``KAFKA_BOOTSTRAP_SERVERS`` points at an existing
+cluster. Tests create their own uniquely named topics and groups, so they never depend on each
+other's data.
 """
 
 from __future__ import annotations
 
 import os
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import pytest
 from confluent_kafka.admin import AdminClient
-from confluent_kafka.cimpl import NewTopic
 from hypothesis import settings as hypothesis_settings
 
-from consumer.testing.real.broker import LocalBroker
+if TYPE_CHECKING:  # imported here, the plugin module could no longer be assertion-rewritten
+    from consumer.testing.pytest_plugin import TopicFactory
+
+# The installed package registers the plugin under this same name (entry point), so this line
+# only loads it when the package is not installed with its entry point (a plain checkout).
+pytest_plugins = ["consumer.testing.pytest_plugin"]
 
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
@@ -40,52 +46,26 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# Older names of the plugin's fixtures, kept so the tiers need no mass rename.
 @pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[LocalBroker | None]:
-    """The broker this session started, or ``None`` when ``KAFKA_BOOTSTRAP_SERVERS`` is set."""
-    if os.environ.get("KAFKA_BOOTSTRAP_SERVERS"):
-        yield None
-        return
-    with LocalBroker() as broker:
-        yield broker
+def kafka_bootstrap(kafka_bootstrap_servers: str) -> str:
+    """``host:port`` of the cluster under test (the plugin's ``kafka_bootstrap_servers``)."""
+    return kafka_bootstrap_servers
 
 
 @pytest.fixture(scope="session")
-def kafka_bootstrap(kafka_broker: LocalBroker | None) -> str:
-    """``host:port`` of the cluster under test."""
-    if kafka_broker is None:
-        return os.environ["KAFKA_BOOTSTRAP_SERVERS"]
-    return kafka_broker.bootstrap_servers
-
-
-@pytest.fixture(scope="session")
-def admin(kafka_bootstrap: str) -> AdminClient:
-    """A confluent-kafka admin client on the cluster under test."""
-    return AdminClient({"bootstrap.servers": kafka_bootstrap})
+def admin(kafka_admin: AdminClient) -> AdminClient:
+    """A confluent-kafka admin client on the cluster under test (the plugin's ``kafka_admin``)."""
+    return kafka_admin
 
 
 @pytest.fixture
-def unique_name(request: pytest.FixtureRequest) -> Callable[[str], str]:
-    """Makes names unique to this test: ``unique_name("topic")`` -> ``topic-<test>-<hex>``."""
-    test_name = request.node.name.replace("[", "-").replace("]", "")[:40]
-
-    def make(prefix: str) -> str:
-        return f"{prefix}-{test_name}-{uuid.uuid4().hex[:8]}"
-
-    return make
+def unique_name(kafka_unique_name: Callable[[str], str]) -> Callable[[str], str]:
+    """``unique_name("topic")`` -> ``topic-<test>-<hex>`` (the plugin's ``kafka_unique_name``)."""
+    return kafka_unique_name
 
 
 @pytest.fixture
-def create_topic(admin: AdminClient, unique_name: Callable[[str], str]) -> Callable[..., str]:
-    """Creates a topic (unique name unless given) and waits until the broker confirms it."""
-
-    def create(partitions: int = 1, name: str | None = None) -> str:
-        topic = name or unique_name("topic")
-        futures = admin.create_topics(
-            [NewTopic(topic, num_partitions=partitions, replication_factor=1)],
-            operation_timeout=30,
-        )
-        futures[topic].result(timeout=30)
-        return topic
-
-    return create
+def create_topic(kafka_topic_factory: TopicFactory) -> TopicFactory:
+    """``create_topic(partitions=1, name=None)`` (the plugin's ``kafka_topic_factory``)."""
+    return kafka_topic_factory

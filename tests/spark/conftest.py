@@ -21,6 +21,7 @@ from typing import Any
 import psutil
 import pytest
 
+from consumer.testing.pytest_plugin import KafkaCluster
 from consumer.testing.real.broker import LocalBroker
 
 # --- metrics --------------------------------------------------------------------------------------
@@ -92,9 +93,9 @@ _METRICS = TierMetrics()
 
 
 @pytest.fixture(scope="session")
-def tier_metrics(kafka_broker: LocalBroker | None) -> Iterator[TierMetrics]:
+def tier_metrics(kafka_broker: KafkaCluster) -> Iterator[TierMetrics]:
     """The tier's metrics, sampling memory while the session lasts."""
-    if kafka_broker is not None and kafka_broker.process is not None:
+    if isinstance(kafka_broker, LocalBroker) and kafka_broker.process is not None:
         _METRICS.excluded_pids.add(kafka_broker.process.pid)
     thread = _METRICS.run_sampler()
     yield _METRICS
