@@ -25,7 +25,7 @@ from hypothesis import settings as hypothesis_settings
 if TYPE_CHECKING:  # imported here, the plugin module could no longer be assertion-rewritten
     from consumer.testing.pytest_plugin import TopicFactory
 
-# The installed package registers the plugin under this same name (entry point), so this line
+# The installed package's entry point registers the plugin under this same name, so this line
 # only loads it when the package is not installed with its entry point (a plain checkout).
 pytest_plugins = ["consumer.testing.pytest_plugin"]
 

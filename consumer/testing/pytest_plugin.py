@@ -1,10 +1,11 @@
 """The pytest plugin of kafka-group-member: real-broker fixtures and the simulation seed.
 
 Installed with the package (``pip install "kafka-group-member[testing]"``), pytest loads it by
-itself through the ``pytest11`` entry point; nothing needs to go in a ``conftest.py``. A project
-that runs from a source checkout without installing can load it with
-``pytest_plugins = ["consumer.testing.pytest_plugin"]`` (the entry point has the module's name,
-so the plugin is never registered twice) or ``pytest -p consumer.testing.pytest_plugin``.
+itself through the ``pytest11`` entry point ``kafka_group_member`` (module
+``pytest_kafka_group_member``, which registers this module under its own name); nothing needs to
+go in a ``conftest.py``. A source checkout that is not installed can load it with
+``pytest_plugins = ["consumer.testing.pytest_plugin"]`` in its top-level conftest, which is a
+no-op when the installed entry point already registered it.
 
 Fixtures (``pytest --fixtures`` shows their documentation):
 
