@@ -23,7 +23,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 # Build from a copy of the packaging inputs: pip builds a local folder in place, and a stale
 # build/ folder in the checkout could slip removed modules into the wheel.
 mkdir "$work/src"
-cp "$repo/pyproject.toml" "$repo/README.md" "$work/src/"
+cp "$repo/pyproject.toml" "$repo/README.md" "$repo/pytest_kafka_group_member.py" "$work/src/"
 (cd "$repo" && tar cf - --exclude=__pycache__ consumer) | tar xf - -C "$work/src"
 
 "$python" -m venv "$work/venv"

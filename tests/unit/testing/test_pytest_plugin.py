@@ -136,3 +136,42 @@ def test_topic_factory_rejects_zero_partitions(pytester: pytest.Pytester) -> Non
         """
     )
     pytester.runpytest_inprocess(*PLUGIN).assert_outcomes(passed=1)
+
+
+@pytest.fixture
+def entry_point_only(monkeypatch: pytest.MonkeyPatch) -> tuple[str, ...]:
+    """Arguments that load the entry point module the way an install does, and no other
+    installed plugin (so an entry point of this checkout found on the path adds nothing)."""
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    return ("-p", "pytest_kafka_group_member")
+
+
+def test_entry_point_and_conftest_register_the_plugin_once(
+    pytester: pytest.Pytester, entry_point_only: tuple[str, ...]
+) -> None:
+    """What an installed package plus a checkout's conftest does: the entry point module
+    registers the plugin, and the conftest's ``pytest_plugins`` line is then a no-op."""
+    pytester.makeconftest('pytest_plugins = ["consumer.testing.pytest_plugin"]\n')
+    pytester.makepyfile(
+        """
+        def test_once(request, kgm_sim_seed):
+            manager = request.config.pluginmanager
+            plugins = [p for p in manager.get_plugins() if getattr(p, "__name__", "") ==
+                       "consumer.testing.pytest_plugin"]
+            assert len(plugins) == 1
+            assert manager.get_plugin("consumer.testing.pytest_plugin") is plugins[0]
+            assert kgm_sim_seed == 3
+        """
+    )
+    result = pytester.runpytest_inprocess(*entry_point_only, "--kgm-sim-seed=3")
+    result.assert_outcomes(passed=1)
+
+
+def test_entry_point_alone_brings_the_fixtures_and_options(
+    pytester: pytest.Pytester, entry_point_only: tuple[str, ...]
+) -> None:
+    pytester.makepyfile("def test_seed(kgm_sim_seed):\n    assert kgm_sim_seed == 9\n")
+    result = pytester.runpytest_inprocess(*entry_point_only, "--kgm-sim-seed=9")
+    result.assert_outcomes(passed=1)
+    without = pytester.runpytest_inprocess("--kgm-sim-seed=9")
+    assert without.ret == pytest.ExitCode.USAGE_ERROR
