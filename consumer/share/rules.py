@@ -122,10 +122,8 @@ SHARE_RULES: RulesTable[ShareState, ShareOutcome, ShareEffect, ShareGuard] = Rul
              (E.REPORT_POLL_TIMEOUT, E.SEND_LEAVE_HEARTBEAT, E.END_MEMBERSHIP, E.RELEASE_ALL),
              when="no poll within max.poll.interval.ms: leave, stop and flush"),
         # --- heartbeats -----------------------------------------------------------------------
-        Rule((S.JOINING,), O.TARGET_RECEIVED, S.STABLE, (), G.TARGET_OWNED,
-             when="joined with nothing to change"),
         Rule((S.JOINING,), O.TARGET_RECEIVED, S.RECONCILING,
-             when="joined; the target differs from what is fetched"),
+             when="joined: reconcile (with nothing to change, on to STABLE at once)"),
         Rule((S.STABLE,), O.TARGET_RECEIVED, S.RECONCILING, (), G.TARGET_NOT_OWNED,
              when="a new target"),
         Rule((S.ACKNOWLEDGING,), O.HEARTBEAT_SENT, S.STABLE, (), G.TARGET_OWNED,
