@@ -17,6 +17,7 @@ from consumer.errors import UnsupportedBrokerError
 __all__ = [
     "ALL_GROUP_APIS",
     "KIP848_MISSING_MESSAGE",
+    "KIP932_MISSING_MESSAGE",
     "SUPPORTED_VERSIONS",
     "ApiKey",
     "NegotiatedVersions",
@@ -36,6 +37,7 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    SHARE_GROUP_HEARTBEAT = 76
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,8 @@ SUPPORTED_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyType(
         ApiKey.OFFSET_COMMIT: VersionRange(9, 10),
         ApiKey.OFFSET_FETCH: VersionRange(9, 10),
         ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
+        # v0 was early access (Apache Kafka 4.0) and is gone; v1 is KIP-932 as released.
+        ApiKey.SHARE_GROUP_HEARTBEAT: VersionRange(1, 1),
     }
 )
 """What this SDK can build and parse, per API (all within what kio models)."""
@@ -89,6 +93,11 @@ KIP848_MISSING_MESSAGE: Final = (
     "(needs Apache Kafka 4.0+ with group.version>=1)"
 )
 
+KIP932_MISSING_MESSAGE: Final = (
+    "this broker does not support the KIP-932 share group protocol "
+    "(needs ShareGroupHeartbeat v1: Apache Kafka 4.2+, or 4.1 with share.version=1)"
+)
+
 _API_LABELS: Final[Mapping[ApiKey, str]] = {
     ApiKey.OFFSET_COMMIT: "OffsetCommit",
     ApiKey.OFFSET_FETCH: "OffsetFetch",
@@ -97,6 +106,7 @@ _API_LABELS: Final[Mapping[ApiKey, str]] = {
     ApiKey.API_VERSIONS: "ApiVersions",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    ApiKey.SHARE_GROUP_HEARTBEAT: "ShareGroupHeartbeat",
 }
 
 
@@ -112,6 +122,9 @@ def _unsupported_message(api_key: ApiKey, ours: VersionRange, theirs: VersionRan
     if api_key in (ApiKey.CONSUMER_GROUP_HEARTBEAT, ApiKey.CONSUMER_GROUP_DESCRIBE):
         detail = "not advertised" if theirs is None else f"broker has {theirs}, we need {ours}"
         return f"{KIP848_MISSING_MESSAGE}: {api_label(api_key)} {detail}"
+    if api_key is ApiKey.SHARE_GROUP_HEARTBEAT:
+        detail = "not advertised" if theirs is None else f"broker has {theirs}, we need {ours}"
+        return f"{KIP932_MISSING_MESSAGE}: {api_label(api_key)} {detail}"
     if theirs is None:
         return f"this broker does not offer {api_label(api_key)}, which this client needs"
     return f"this broker supports {api_label(api_key)} {theirs} but this client needs {ours}" + (

@@ -27,9 +27,10 @@ from consumer.member.commit import CommitRequestManager
 from consumer.member.config import MemberConfig
 from consumer.member.errors import FatalMemberError
 from consumer.member.errors_table import error_name
-from consumer.member.heartbeat import ExponentialBackoff, HeartbeatRequestManager
+from consumer.member.heartbeat import HeartbeatRequestManager
 from consumer.member.inputs import CloseOption
 from consumer.member.machine import Rule, StateCell
+from consumer.member.pacing import ExponentialBackoff, earliest_ms
 from consumer.member.partitions import TopicIdPartition, TopicPartition
 from consumer.member.rules import RULES, Effect, Guard, Outcome, RoundKind
 from consumer.member.states import STATES, Heartbeats, MemberState, StateInfo
@@ -146,11 +147,11 @@ class MemberEffects:
         info = self.info
         due = self.heartbeats.next_due_ms(info)
         if info.heartbeats is not Heartbeats.NONE:
-            due = _earliest(due, self.heartbeats.coordinator_lookup_due_ms())
-        due = _earliest(due, self.commits.next_deadline_ms())
-        due = _earliest(due, self.assignment.next_deadline_ms())
+            due = earliest_ms(due, self.heartbeats.coordinator_lookup_due_ms())
+        due = earliest_ms(due, self.commits.next_deadline_ms())
+        due = earliest_ms(due, self.assignment.next_deadline_ms())
         if info.in_group and self._last_poll_ms is not None:
-            due = _earliest(due, self._last_poll_ms + self.config.max_poll_interval_ms)
+            due = earliest_ms(due, self._last_poll_ms + self.config.max_poll_interval_ms)
         return due
 
     # --- the engine -------------------------------------------------------------------------
@@ -284,9 +285,3 @@ class MemberEffects:
     def _shut_down_now(self, now_ms: int) -> Step:
         self._shut_down = True
         return [ShutDown()], None
-
-
-def _earliest(first: int | None, second: int | None) -> int | None:
-    if first is None:
-        return second
-    return first if second is None or first <= second else second

@@ -31,6 +31,7 @@ full request, and counts a failed attempt for the backoff.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 
 from kio.schema.errors import ErrorCode as _KioErrorCode
 
@@ -108,10 +109,14 @@ HEARTBEAT_ERROR_ACTIONS: dict[ErrorCode, HeartbeatErrorAction] = {
 }
 
 
-def heartbeat_error_action(code: int) -> HeartbeatErrorAction:
-    """Look ``code`` up in :data:`HEARTBEAT_ERROR_ACTIONS`; unknown codes are FATAL."""
+def heartbeat_error_action(
+    code: int, table: Mapping[ErrorCode, HeartbeatErrorAction] = HEARTBEAT_ERROR_ACTIONS
+) -> HeartbeatErrorAction:
+    """Look ``code`` up in ``table`` (by default the consumer member's
+    :data:`HEARTBEAT_ERROR_ACTIONS`; another member kind passes its own); codes missing from the
+    table are FATAL."""
     try:
-        return HEARTBEAT_ERROR_ACTIONS[ErrorCode(code)]
+        return table[ErrorCode(code)]
     except (ValueError, KeyError):
         return HeartbeatErrorAction.FATAL
 

@@ -47,6 +47,8 @@ class StateInfo:
             auto-commits, and is bound by ``max.poll.interval.ms``.
         joins: heartbeats are join requests (epoch 0, full, rack id, no owned partitions).
         reconciles: a reconciliation round is started whenever none runs.
+        leaves: the state's one heartbeat is the leave heartbeat, sent at once (even with another
+            heartbeat in flight). The consumer member sends its leave from an effect instead.
         description: one sentence for the docs.
     """
 
@@ -55,6 +57,7 @@ class StateInfo:
     description: str
     joins: bool = False
     reconciles: bool = False
+    leaves: bool = False
 
 
 S = MemberState

@@ -5,6 +5,8 @@ of its imports (anywhere in the file: module level, functions, ``TYPE_CHECKING``
 relative or absolute) is checked against :data:`RULES`. The layers, from the inside out:
 
 * ``consumer.member``: the sans-I/O member core; knows no runtime, wire, client or thread.
+* ``consumer.share``: the sans-I/O share member core (KIP-932), built on the generic parts of
+  ``consumer.member``; the same rule.
 * ``consumer._wire``: Kafka messages <-> bytes; knows no member, runtime or client.
 * ``consumer._bridge``: what the application thread and the background loop exchange; knows
   the member's types but neither side of the boundary.
@@ -48,6 +50,7 @@ KNOWN_LAYERS = frozenset(
         "consumer.demo",
         "consumer.errors",
         "consumer.member",
+        "consumer.share",
         "consumer.spark",
         "consumer.testing",
     }
@@ -81,9 +84,18 @@ RULES: tuple[Rule, ...] = (
         "consumer._bridge",
     ),
     _rule(
+        "consumer.share",
+        *_OUTER,
+        "consumer._runtime",
+        "consumer._client",
+        "consumer._wire",
+        "consumer._bridge",
+    ),
+    _rule(
         "consumer._wire",
         *_OUTER,
         "consumer.member",
+        "consumer.share",
         "consumer._runtime",
         "consumer._client",
         "consumer._bridge",
@@ -135,6 +147,7 @@ RULES: tuple[Rule, ...] = (
         "consumer.config",
         *_OUTER,
         "consumer.member",
+        "consumer.share",
         "consumer._runtime",
         "consumer._client",
         "consumer._wire",
@@ -301,6 +314,9 @@ _KNOWN = frozenset(
         ("consumer.member.fake", "def f():\n    from consumer.testing import harness\n"),
         ("consumer.member.fake", "from consumer import Consumer"),
         ("consumer._wire.fake", "from consumer.member import HeartbeatRequest"),
+        ("consumer.share.fake", "from consumer._wire.share_heartbeat import build"),
+        ("consumer.share.fake", "from consumer._runtime import BackgroundRuntime"),
+        ("consumer._wire.fake", "from consumer.share import ShareHeartbeatRequest"),
         ("consumer._bridge.fake", "from consumer._runtime import BackgroundRuntime"),
         ("consumer._runtime.fake", "from consumer._client.consumer import Consumer"),
         ("consumer._client.fake", "from consumer._runtime.background import BackgroundRuntime"),
@@ -321,6 +337,7 @@ def test_a_forbidden_import_is_reported(module: str, source: str) -> None:
     [
         ("consumer.member.fake", "from consumer.member.partitions import TopicPartition"),
         ("consumer.member.fake", "from .partitions import TopicPartition"),
+        ("consumer.share.fake", "from consumer.member.machine import RulesTable"),
         ("consumer._client.fake", "from consumer._runtime import BackgroundRuntime"),
         ("consumer._client.fake", "from consumer._bridge.messages import StopLoop"),
         ("consumer.spark.fake", "from consumer import Consumer"),

@@ -35,7 +35,9 @@ from consumer._wire import (
     encode_response_frame,
     response_type_for,
 )
+from consumer._wire.share_heartbeat import build_share_heartbeat_request
 from consumer.member import HeartbeatRequest, TopicPartitions
+from consumer.share import ShareHeartbeatRequest
 
 TOPIC_A = uuid.UUID("0b8c1d5e-2f3a-4b6c-8d9e-0f1a2b3c4d5e")
 TOPIC_B = uuid.UUID("9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a")
@@ -116,6 +118,13 @@ def _built_requests() -> list[tuple[str, RequestPayload]]:
         cases.append((f"OffsetFetch-all-v{v}", build_offset_fetch_request(_fetch_fields(False), v)))
     for v in _versions(ApiKey.CONSUMER_GROUP_DESCRIBE):
         cases.append((f"Describe-v{v}", build_consumer_group_describe_request(v, ["g1", "g2"])))
+    for v in _versions(ApiKey.SHARE_GROUP_HEARTBEAT):
+        join = ShareHeartbeatRequest("group-1", "AAAAAAAAAAAAAAAAAAAAAA", 0, "rack-a", ("a", "b"))
+        cases.append((f"ShareHeartbeat-join-v{v}", build_share_heartbeat_request(join, v)))
+        keepalive = ShareHeartbeatRequest(group_id="g", member_id="m", member_epoch=4)
+        cases.append(
+            (f"ShareHeartbeat-keepalive-v{v}", build_share_heartbeat_request(keepalive, v))
+        )
     return cases
 
 
