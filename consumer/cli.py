@@ -1,7 +1,8 @@
 """``kgm``: the project's command line.
 
 ``kgm broker start [--detach]``, ``kgm broker status``, ``kgm broker stop`` manage the local
-Kafka broker of :mod:`consumer.testing.real.broker`; ``kgm demo`` runs the README's main job.
+Kafka broker of :mod:`consumer.testing.real.broker`; ``kgm demo`` runs the README's main job;
+``kgm --version`` prints the package version.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from consumer._version import __version__
 from consumer.testing.real.broker import LocalBroker
 from consumer.testing.real.detached import (
     read_broker_state,
@@ -92,6 +94,7 @@ def _demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kgm``."""
     parser = argparse.ArgumentParser(prog="kgm", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     broker = commands.add_parser("broker", help="manage the local Kafka broker")
