@@ -1,7 +1,8 @@
-"""MkDocs hook: the site shows the package version from its one source, ``consumer/_version.py``.
+"""MkDocs hook: the site shows the package version from its one source, ``consumer/_version.py``,
+and the repository's ``CHANGELOG.md`` as the page ``changelog.md``.
 
-The file is read as text (no import), so the docs build does not depend on the package's runtime
-dependencies being importable.
+The version file is read as text (no import), so the docs build does not depend on the package's
+runtime dependencies being importable.
 """
 
 from __future__ import annotations
@@ -10,7 +11,11 @@ import ast
 from pathlib import Path
 from typing import Any
 
-VERSION_FILE = Path(__file__).resolve().parents[2] / "consumer" / "_version.py"
+from mkdocs.structure.files import File, Files
+
+ROOT = Path(__file__).resolve().parents[2]
+VERSION_FILE = ROOT / "consumer" / "_version.py"
+CHANGELOG_FILE = ROOT / "CHANGELOG.md"
 
 
 def read_version(path: Path = VERSION_FILE) -> str:
@@ -31,3 +36,10 @@ def on_config(config: Any) -> Any:
     config["site_name"] = f"kafka-group-member {version}"
     config["copyright"] = f"kafka-group-member {version} - Apache License 2.0"
     return config
+
+
+def on_files(files: Files, config: Any) -> Files:
+    """Publish the changelog kept at the repository root."""
+    text = CHANGELOG_FILE.read_text(encoding="utf-8")
+    files.append(File.generated(config, "changelog.md", content=text))
+    return files

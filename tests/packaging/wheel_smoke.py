@@ -4,8 +4,8 @@ local broker started by the wheel's own ``kgm``.
 ``python tests/packaging/wheel_smoke.py --build DIST_DIR`` first builds the sdist and the wheel
 into an emptied ``DIST_DIR`` with ``python -m build`` (the wheel from the sdist, so the sdist is
 proven complete) and runs ``twine check --strict`` on both. Then it takes the one ``*.whl`` in
-``DIST_DIR``, reads its metadata, and for no extra, ``spark`` and ``testing`` (each one the wheel declares; a
-``testing`` extra without a ``pytest11`` entry point fails) it:
+``DIST_DIR``, reads its metadata, and for no extra, ``spark`` and ``testing`` (each one the wheel
+declares; a ``testing`` extra without a ``pytest11`` entry point fails) it:
 
 1. creates a venv in a temporary folder outside the source tree and times
    ``pip install 'WHEEL[extra]'``;
