@@ -80,7 +80,9 @@ def consume_commit_round_trip(bootstrap: str) -> None:
             if message is None:
                 continue
             assert message.error() is None, message.error()
-            seen[message.partition()] = seen.get(message.partition(), 0) + 1
+            partition = message.partition()
+            assert partition is not None, "a record without a partition"
+            seen[partition] = seen.get(partition, 0) + 1
         member.commit(asynchronous=False)
         partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
         committed = {tp.partition: tp.offset for tp in member.committed(partitions, timeout=30)}
