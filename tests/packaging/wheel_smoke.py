@@ -69,7 +69,7 @@ def build_and_check(dist_dir: Path) -> None:
     built = sorted(str(p) for p in dist_dir.iterdir())
     print(f"  built {len(built)} files in {time.monotonic() - started:.1f} s", flush=True)
     output = run(
-        [sys.executable, "-m", "twine", "check", "--strict", *built],
+        [sys.executable, "-m", "twine", "--no-color", "check", "--strict", *built],
         cwd=SOURCE_TREE,
         env=env,
         what="twine check",
