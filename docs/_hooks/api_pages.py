@@ -5,7 +5,7 @@ A module is public when no part of its dotted name starts with ``_`` and it is e
 that declares ``__all__`` (``consumer.config``, ``consumer.errors``). Each page holds one
 mkdocstrings directive, which renders exactly the names of the module's ``__all__`` (the
 ``filters: public`` option), so a new public name or a new public package needs no edit here.
-The pages live at ``reference/api/<module>.md``; ``tests/docs`` checks them against ``__all__``.
+The pages live at ``reference/API/<module>.md``; ``tests/docs`` checks them against ``__all__``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from mkdocs.structure.files import File, Files
 
 PACKAGE_DIR = Path(__file__).resolve().parents[2] / "consumer"
-API_DIR = "reference/api"
+API_DIR = "reference/API"
 
 
 def _declares_all(path: Path) -> bool:

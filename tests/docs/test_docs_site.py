@@ -68,7 +68,7 @@ def test_the_expected_public_modules_are_found() -> None:
 
 @pytest.mark.parametrize("module", PUBLIC_MODULES)
 def test_reference_page_lists_every_name_of_all(site: Path, module: str) -> None:
-    page = site / "reference" / "api" / module / "index.html"
+    page = site / "reference" / "API" / module / "index.html"
     assert page.is_file(), f"no API reference page for {module}"
     html = page.read_text(encoding="utf-8")
     names = list(importlib.import_module(module).__all__)
@@ -78,7 +78,7 @@ def test_reference_page_lists_every_name_of_all(site: Path, module: str) -> None
 
 
 def test_reference_pages_are_only_for_public_modules(site: Path) -> None:
-    pages = {p.name for p in (site / "reference" / "api").iterdir() if p.is_dir()}
+    pages = {p.name for p in (site / "reference" / "API").iterdir() if p.is_dir()}
     assert pages == set(PUBLIC_MODULES)
 
 
