@@ -1,10 +1,11 @@
-"""Griffe extension: Sphinx cross-reference roles in docstrings become links of the API reference.
+"""Griffe extension: the reST of the package's docstrings, made readable for mkdocstrings.
 
-The package's docstrings name other objects as ``:class:`~consumer.errors.ConsumerError```,
+The docstrings name other objects as ``:class:`~consumer.errors.ConsumerError```,
 ``:meth:`commit``` and so on. mkdocstrings reads Markdown, where such a role would show as raw
 text, so each one is rewritten to an *optional* autorefs link: a link when the target has a
 reference entry, plain code (and no warning) when it has none. ``~`` keeps the last part of the
-name as the text, as in Sphinx.
+name as the text, as in Sphinx. A literal-block marker (``Typical use::`` or a lone ``::``) loses
+its ``::``: the indented block after it is already a Markdown code block.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 import griffe
 
 ROLE = re.compile(r":(?:class|func|meth|mod|attr|exc|data|obj|const):`(~?)([\w.]+)`")
+LONE_LITERAL_MARKER = re.compile(r"^[ \t]*::[ \t]*$\n?", flags=re.MULTILINE)
+TRAILING_LITERAL_MARKER = re.compile(r"(\S)::[ \t]*$", flags=re.MULTILINE)
 
 
 def _identifier(name: str, obj: griffe.Object) -> str:
@@ -33,6 +36,8 @@ def rewrite(text: str, obj: griffe.Object) -> str:
         identifier = _identifier(name, obj)
         return f'<autoref identifier="{identifier}" optional><code>{title}</code></autoref>'
 
+    text = LONE_LITERAL_MARKER.sub("", text)
+    text = TRAILING_LITERAL_MARKER.sub(r"\1:", text)
     return ROLE.sub(replace, text)
 
 

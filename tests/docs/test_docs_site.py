@@ -89,3 +89,10 @@ def test_site_shows_the_package_version(site: Path) -> None:
 
 def test_search_index_is_built(site: Path) -> None:
     assert (site / "search" / "search_index.json").is_file()
+
+
+def test_reference_pages_show_no_raw_restructuredtext(site: Path) -> None:
+    raw = re.compile(r":(class|func|meth|mod|attr|exc|data):`|<p>::</p>|\w::</p>")
+    for page in sorted((site / "reference" / "API").glob("*/index.html")):
+        found = raw.search(page.read_text(encoding="utf-8"))
+        assert found is None, f"{page.parent.name}: raw reST {found.group(0)!r}"
