@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
         result = "ok" if o.error is None else "FAILED"
         print(f"{o.extra:<8} {o.install_s:>9.1f} {o.smoke_s:>8.1f}  {result}")
     failed = sum(o.error is not None for o in outcomes)
-    print(f"{len(outcomes) - failed} passed, {failed} failed", flush=True)
+    print(f"wheel smoke: {len(outcomes) - failed} of {len(outcomes)} extras ok", flush=True)
     return 1 if failed else 0
 
 
