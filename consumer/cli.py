@@ -3,7 +3,7 @@
 ``kgm broker start [--detach]``, ``kgm broker status``, ``kgm broker stop`` manage the local
 Kafka broker of :mod:`consumer.testing.real.broker` (a detached broker belongs to the project of
 the working directory, or to ``--state-dir``: see :mod:`consumer.testing.real.detached`);
-``kgm demo`` runs the README's main job.
+``kgm demo`` runs the README's main job; ``kgm --version`` prints the package version.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from consumer._version import __version__
 from consumer.testing.real.broker import LocalBroker
 from consumer.testing.real.detached import (
     read_broker_state,
@@ -96,6 +97,7 @@ def _demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kgm``."""
     parser = argparse.ArgumentParser(prog="kgm", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     broker = commands.add_parser("broker", help="manage the local Kafka broker")

@@ -165,6 +165,16 @@ def parse_config(config: Mapping[str, object]) -> ConsumerConfig:
     Raises ``ConfigError`` for the first key that is unknown (naming close matches), refused
     (classic-only keys name their replacement) or out of type or range, and for a missing
     ``bootstrap.servers`` or ``group.id``.
+
+    Example:
+        >>> base = {"bootstrap.servers": "127.0.0.1:9092", "group.id": "orders"}
+        >>> config = parse_config({**base, "auto.commit.interval.ms": 1000})
+        >>> config.group_id, config.auto_commit_interval_ms
+        ('orders', 1000)
+        >>> parse_config({**base, "session.timeout.ms": 10})
+        Traceback (most recent call last):
+        ...
+        consumer.config.ConfigError: 'session.timeout.ms' is a classic-protocol setting ...
     """
     if not isinstance(config, Mapping):
         raise ConfigError(
