@@ -6,7 +6,9 @@ run every time.
 
 from consumer.testing.sim.autopilot import Autopilot, answer_pending
 from consumer.testing.sim.clock import ManualClock
+from consumer.testing.sim.cluster import CallbackCall, SimCluster
 from consumer.testing.sim.coordinator import CoordinatorSim, HeartbeatResponse
+from consumer.testing.sim.fake_consumer import FakeConsumer
 from consumer.testing.sim.harness import Exchange, GroupHarness, HarnessError, MemberDriver
 
 __all__ = [
@@ -19,4 +21,7 @@ __all__ = [
     "ManualClock",
     "MemberDriver",
     "answer_pending",
+    "CallbackCall",
+    "FakeConsumer",
+    "SimCluster",
 ]
