@@ -169,6 +169,21 @@ def test_commit_errors_are_the_real_consumers() -> None:
     assert refused.value.args[0].code() == 12
 
 
+def test_a_stale_member_epoch_fails_the_sync_commit_with_that_code() -> None:
+    cluster = cluster_with(partitions=1, records=3)
+    fake = cluster.consumer(config(**{"enable.auto.commit": False}))
+    fake.subscribe([TOPIC])
+    drain(fake, polls=5, timeout=0.2)
+    assert fake.runtime is not None
+    fake.runtime.faults.commit_errors.append(113)  # STALE_MEMBER_EPOCH
+    with pytest.raises(KafkaException) as stale:
+        fake.commit(asynchronous=False)
+    assert stale.value.args[0].code() == 113
+    result = fake.commit(asynchronous=False)  # the next one goes through
+    assert result is not None
+    assert [(tp.partition, tp.offset) for tp in result] == [(0, 3)]
+
+
 def test_no_offsets_to_commit_raises_no_offset() -> None:
     cluster = cluster_with()
     fake = cluster.consumer(config(**{"enable.auto.commit": False}))
