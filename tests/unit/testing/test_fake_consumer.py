@@ -129,6 +129,17 @@ def test_commit_sync_returns_partitions_and_committed_reads_them_back() -> None:
     ]
 
 
+def test_committed_works_before_joining_while_others_are_in_the_group() -> None:
+    cluster = cluster_with(records=3)
+    member = cluster.consumer(config(**{"enable.auto.commit": False}))
+    member.subscribe([TOPIC])
+    drain(member, polls=5, timeout=0.2)
+    member.commit(asynchronous=False)
+    outsider = cluster.consumer(config())
+    offsets = outsider.committed([KafkaTopicPartition(TOPIC, p) for p in range(3)])
+    assert [tp.offset for tp in offsets] == [1, 1, 1]
+
+
 def test_async_commit_result_goes_to_on_commit_from_a_later_poll() -> None:
     cluster = cluster_with(records=3)
     results: list[tuple[KafkaError | None, list[tuple[str, int]]]] = []
