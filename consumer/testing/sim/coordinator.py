@@ -391,7 +391,7 @@ class CoordinatorSim:
         group) is always accepted, as the broker does; otherwise the member and epoch must match.
         """
         if request.member_id is None and request.member_epoch < 0:
-            code = ErrorCode.NONE
+            code: int = ErrorCode.NONE
         else:
             code = self._offset_request_error(request.member_id, request.member_epoch)
         if code != ErrorCode.NONE:

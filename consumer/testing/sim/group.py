@@ -220,7 +220,8 @@ class GroupSim:
         member = self._member(name)
         start = self.now_ms
         member.stalled_until_ms = start + poll_ms
-        self.cluster.timeline.fault("pause", member.consumer.name, start, start + poll_ms)
+        # Not an isolating fault: the member's heartbeats go on while its application stalls.
+        self.cluster.timeline.fault("stall", member.consumer.name, start, start + poll_ms)
         self.wait(poll_ms)
 
     def network_cut(self, name: str, ms: int) -> None:
