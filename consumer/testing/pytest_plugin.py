@@ -18,6 +18,8 @@ Fixtures (``pytest --fixtures`` shows their documentation):
 * ``kafka_unique_name``, ``kafka_topic``, ``kafka_topic_factory``, ``kafka_consumer_factory``,
   ``kafka_producer`` (per test).
 * ``kgm_sim_seed``: the seed of simulated runs (``--kgm-sim-seed``, default 0).
+* ``group_sim``: makes a :class:`consumer.testing.GroupSim` seeded with ``kgm_sim_seed`` (no
+  broker, simulated time).
 
 Every test that uses a real-broker fixture gets the ``real_kafka`` marker, so
 ``pytest -m "not real_kafka"`` runs the rest without a JVM.
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from confluent_kafka.admin import AdminClient
 
     from consumer import Consumer
+    from consumer.testing.sim.group import GroupSim
 
 __all__ = [
     "BOOTSTRAP_ENV_VAR",
@@ -46,6 +49,7 @@ __all__ = [
     "REAL_BROKER_FIXTURES",
     "REAL_KAFKA_MARKER",
     "ExternalKafka",
+    "GroupSimFactory",
     "KafkaCluster",
     "TopicFactory",
 ]
@@ -99,6 +103,13 @@ class TopicFactory(Protocol):
         name: str | None = None,
         config: Mapping[str, str] | None = None,
     ) -> str: ...
+
+
+class GroupSimFactory(Protocol):
+    """``group_sim(topics, **kwargs) -> GroupSim``: the keyword arguments of
+    :class:`consumer.testing.GroupSim` except ``seed``, which comes from ``kgm_sim_seed``."""
+
+    def __call__(self, topics: Mapping[str, int] | None = None, **kwargs: Any) -> GroupSim: ...
 
 
 # --- options, markers, report ---------------------------------------------------------------------
@@ -168,6 +179,24 @@ def kgm_sim_seed(request: pytest.FixtureRequest) -> int:
     failing simulated run can be replayed exactly.
     """
     return _seed(request.config)
+
+
+@pytest.fixture
+def group_sim(kgm_sim_seed: int) -> GroupSimFactory:
+    """Makes a simulated group (:class:`consumer.testing.GroupSim`) seeded with ``kgm_sim_seed``.
+
+    ``group_sim({"orders": 6}, listener=MyListener)`` runs your own listener's callbacks in N
+    simulated members under a manual clock: no broker, and the same seed gives the same run. A
+    failing test that used it reports the seed to replay with ``--kgm-sim-seed``.
+    """
+    from consumer.testing.sim.group import GroupSim
+
+    def make(topics: Mapping[str, int] | None = None, **kwargs: Any) -> GroupSim:
+        if "seed" in kwargs:
+            raise TypeError("group_sim() takes its seed from --kgm-sim-seed; do not pass seed=")
+        return GroupSim(topics, seed=kgm_sim_seed, **kwargs)
+
+    return make
 
 
 @pytest.fixture(scope="session")

@@ -175,3 +175,33 @@ def test_entry_point_alone_brings_the_fixtures_and_options(
     result.assert_outcomes(passed=1)
     without = pytester.runpytest_inprocess("--kgm-sim-seed=9")
     assert without.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_group_sim_is_seeded_from_the_option_and_runs_a_listener(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        from consumer.testing.sim.steps import join, until_stable
+
+        class Listener:
+            def __init__(self):
+                self.assigned = []
+
+            def on_assign(self, consumer, partitions):
+                self.assigned.extend(partitions)
+
+        def test_sim(group_sim):
+            sim = group_sim({"orders": 4}, listener=Listener)
+            assert sim.seed == 5
+            result = sim.run([join("a"), join("b"), until_stable()])
+            result.report.raise_for_violations()
+            owned = [p for name in ("a", "b") for p in result.assignments[name]]
+            assert sorted(partition for _, partition in owned) == [0, 1, 2, 3]
+
+        def test_seed_is_not_a_keyword(group_sim):
+            import pytest
+            with pytest.raises(TypeError, match="--kgm-sim-seed"):
+                group_sim({"orders": 1}, seed=3)
+        """
+    )
+    result = pytester.runpytest_inprocess(*PLUGIN, "--kgm-sim-seed=5")
+    result.assert_outcomes(passed=2)
