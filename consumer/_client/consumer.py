@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
+from consumer._bridge.member_events import MemberEventSwitch, MemberListener
 from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.app_thread import AppThreadServer, Callbacks, RebalanceCallback
@@ -81,6 +82,7 @@ class Consumer:
         self._offsets = OffsetBook(self._config, self._dataplane, self._to_background)
         self._closed = False
         self._polls = PollReporter(self._config, self._to_background)
+        self._member_events = MemberEventSwitch()
         self._server = AppThreadServer(
             consumer=self,
             dataplane=self._dataplane,
@@ -110,6 +112,28 @@ class Consumer:
     def member_epoch(self) -> int:
         """The member epoch the coordinator gave this member (0 before joining)."""
         return 0 if self._runtime is None else self._runtime.member_epoch
+
+    def add_member_listener(self, listener: MemberListener) -> None:
+        """Call ``listener(event)`` on every state transition and rebalance callback (extra).
+
+        ``event`` is a :class:`consumer.StateTransition` or a :class:`consumer.RebalanceEvent`
+        (see :mod:`consumer._bridge.member_events`). Listeners run on the thread that calls
+        ``poll()`` / ``consume()`` / ``close()``, in the order added; one's exception is raised
+        from that call. Without listeners the background loop queues nothing extra.
+        """
+        self._check_open()
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, got {type(listener).__name__}")
+        self._server.callbacks.member_listeners.append(listener)
+        self._member_events.on = True
+
+    def remove_member_listener(self, listener: MemberListener) -> None:
+        """Stop calling ``listener``; raises ``ValueError`` if it was not added."""
+        listeners = self._server.callbacks.member_listeners
+        if listener not in listeners:
+            raise ValueError("remove_member_listener(): that listener was not added")
+        listeners.remove(listener)
+        self._member_events.on = bool(listeners)
 
     # --- subscription ---------------------------------------------------------------------------
 
@@ -396,6 +420,7 @@ class Consumer:
             self._to_background,
             self._to_application,
             last_poll=self._polls.last_poll,
+            member_events=self._member_events,
         )
         self._runtime = runtime
         runtime.start()

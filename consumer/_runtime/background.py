@@ -18,6 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable
 
 from consumer._bridge.last_poll import LastPoll, monotonic_ms
+from consumer._bridge.member_events import MemberEventSwitch, StateTransition, wall_clock_ms
 from consumer._bridge.messages import (
     AppEvent,
     FetchCommitted,
@@ -48,6 +49,7 @@ from consumer.member import (
     TopicPartition,
 )
 from consumer.member import Command as MemberCommand
+from consumer.member.effects import MemberRule
 from consumer.member.states import IN_GROUP_STATES
 
 _log = routed_logger("consumer.runtime")
@@ -70,8 +72,12 @@ class BackgroundRuntime:
         *,
         last_poll: LastPoll | None = None,
         clock_ms: Callable[[], int] = monotonic_ms,
+        member_events: MemberEventSwitch | None = None,
     ) -> None:
-        self._member = Member(member_config, random.Random())
+        self._member = Member(member_config, random.Random(), on_transition=self._on_transition)
+        #: Queue a StateTransition for the application while this switch is on.
+        self._member_events = member_events if member_events is not None else MemberEventSwitch()
+        self._reported: tuple[MemberState, int] = (self._member.state, 0)
         self._cluster_settings = cluster_settings
         self._to_background = to_background
         self._to_application = to_application
@@ -325,7 +331,33 @@ class BackgroundRuntime:
             if self._wakeup is not None:
                 self._wakeup.set()
 
+    def _on_transition(self, _previous: MemberState, rule: MemberRule) -> None:
+        """The member's observer: called for every rules-table row that fires."""
+        self._report_transition(rule.outcome.name)
+
+    def _report_transition(self, reason: str | None) -> None:
+        """Queue a StateTransition if the state or the epoch moved since the last one."""
+        member = self._member
+        now = (member.state, member.member_epoch)
+        before = self._reported
+        if now == before:
+            return
+        self._reported = now
+        if self._member_events.on:
+            self._to_application.put(
+                StateTransition(
+                    previous=before[0].name,
+                    current=now[0].name,
+                    member_id=member.member_id,
+                    previous_epoch=before[1],
+                    member_epoch=now[1],
+                    reason=reason,
+                    at_ms=wall_clock_ms(),
+                )
+            )
+
     def _publish(self) -> None:
+        self._report_transition(None)  # an epoch moved outside any row (a heartbeat answer)
         state = self._member.state
         if state is not self.state:
             previous, self.state = self.state, state
