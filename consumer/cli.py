@@ -1,7 +1,8 @@
 """``kgm``: the project's command line.
 
 ``kgm broker start [--detach]``, ``kgm broker status``, ``kgm broker stop`` manage the local
-Kafka broker of :mod:`consumer.testing.real.broker`; ``kgm demo`` runs the README's main job.
+Kafka broker of :mod:`consumer.testing.real.broker`; ``kgm demo`` runs the README's main job;
+``kgm timeline plot FILE -o OUT.png`` draws a recorded rebalance timeline.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from consumer.testing.real.detached import (
     write_broker_state,
 )
 from consumer.testing.real.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError
+from consumer.testing.timeline_cli import add_timeline_commands
 
 
 def _broker_start(args: argparse.Namespace) -> int:
@@ -123,6 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="use this cluster instead of starting a local broker",
     )
     demo.set_defaults(handler=_demo)
+    add_timeline_commands(commands)
     return parser
 
 

@@ -5,6 +5,7 @@ both.
 """
 
 from consumer.testing.invariants import CheckReport, Violation, check
+from consumer.testing.plot import plot
 from consumer.testing.real import (
     BrokerStartError,
     FaultProxy,
@@ -12,6 +13,7 @@ from consumer.testing.real import (
     ProxiedBroker,
     running_broker,
 )
+from consumer.testing.recorder import TimelineRecorder, record
 from consumer.testing.sim import CoordinatorSim, GroupHarness, ManualClock
 from consumer.testing.timeline import Timeline
 
@@ -28,4 +30,7 @@ __all__ = [
     "Violation",
     "check",
     "running_broker",
+    "TimelineRecorder",
+    "record",
+    "plot",
 ]

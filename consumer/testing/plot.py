@@ -1,0 +1,398 @@
+"""Draw a rebalance timeline: one lane per member, what it owned when, and why.
+
+:func:`plot` takes a :class:`~consumer.testing.timeline.Timeline`, its events, or a JSON-lines
+file (:meth:`~consumer.testing.timeline.Timeline.write_jsonl`) and writes a PNG (or any format
+matplotlib knows from the suffix). Each member's lane shows:
+
+* bars: the partitions it owned, labelled with their ids (one bar per stretch of constant
+  ownership);
+* a thin band under the bars, coloured by member state (JOINING, RECONCILE_ASSIGNMENT, STABLE...);
+* ``e<N>`` ticks where its member epoch moved;
+* markers where a rebalance callback ran: assigned (▲), revoked (▼), lost (✖).
+
+A top lane, "no owner", shows in red every stretch during which a partition that had been owned
+had no owner (the hand-over gaps of a rebalance), and the same stretches are shaded across the
+whole figure. Faults recorded in the timeline are drawn as grey spans on their member's lane.
+
+matplotlib is needed (``pip install 'kafka-group-member[testing]'``); it is imported only when
+drawing. :func:`draw_lanes` is the bar-drawing step on its own, also used by the benchmarks.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from consumer.testing import timeline_events as ev
+from consumer.testing.timeline import Timeline
+
+__all__ = ["Lane", "Span", "draw_lanes", "load_events", "ownership_gaps", "plot"]
+
+#: Colours of the member states in the band under each lane (unknown states are grey).
+STATE_COLOURS = {
+    "UNSUBSCRIBED": "#bbbbbb",
+    "JOINING": "#f2b880",
+    "RECONCILE_ASSIGNMENT": "#dd8452",
+    "ACK_ASSIGNMENT": "#c9a227",
+    "STABLE": "#55a868",
+    "FENCED": "#c44e52",
+    "UNSUBSCRIBING": "#8172b3",
+    "STALE": "#937860",
+    "FATAL": "#000000",
+}
+_CALLBACK_MARKERS = {
+    "assigned": ("^", "#2a7f3f"),
+    "revoked": ("v", "#d17a00"),
+    "lost": ("X", "#c44e52"),
+}
+_BAR_COLOUR = "#4c72b0"
+_GAP_COLOUR = "#c44e52"
+
+
+@dataclass(frozen=True)
+class Span:
+    """A bar from ``start`` to ``stop`` (x units of the axes) with an optional ``label``."""
+
+    start: float
+    stop: float
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Lane:
+    """One row of bars named ``name``."""
+
+    name: str
+    spans: tuple[Span, ...]
+
+
+def _figure(width_in: float, height_in: float) -> Any:
+    """A matplotlib figure outside pyplot (no global state, no backend switch), or a clear
+    error naming the extra to install."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError(
+            "plotting timelines needs matplotlib: pip install 'kafka-group-member[testing]'"
+        ) from exc
+    return Figure(figsize=(width_in, height_in))
+
+
+def draw_lanes(
+    ax: Any,
+    lanes: Sequence[Lane],
+    *,
+    colour: str = _BAR_COLOUR,
+    height: float = 0.8,
+    offset: float = 0.0,
+    label_min_width: float = 0.0,
+    fontsize: float = 7,
+) -> None:
+    """Draw ``lanes`` as horizontal bars on matplotlib ``ax``, lane ``i`` centred at ``y = i``.
+
+    A span's label is written inside its bar when the bar is at least ``label_min_width``
+    wide; ``offset`` moves the bars up (positive) within the lane. Sets the y ticks to the
+    lane names.
+    """
+    for row, lane in enumerate(lanes):
+        for span in lane.spans:
+            if span.stop <= span.start:
+                continue
+            centre = row + offset
+            ax.broken_barh(
+                [(span.start, span.stop - span.start)], (centre - height / 2, height), color=colour
+            )
+            if span.label and span.stop - span.start >= label_min_width:
+                ax.text(
+                    span.start,
+                    centre,
+                    " " + span.label,
+                    va="center",
+                    ha="left",
+                    color="white",
+                    fontsize=fontsize,
+                    clip_on=True,
+                )
+    ax.set_yticks(range(len(lanes)), [lane.name for lane in lanes], fontsize=fontsize)
+
+
+def load_events(source: Timeline | Iterable[ev.Event] | str | Path) -> list[ev.Event]:
+    """The events of a timeline, of an event list, or of a JSON-lines file.
+
+    Raises:
+        ValueError: a line of the file is not a timeline event (the message names the line).
+        FileNotFoundError: the file does not exist.
+    """
+    if isinstance(source, Timeline):
+        return source.events()
+    if isinstance(source, str | Path):
+        timeline = Timeline()
+        timeline.merge_jsonl(Path(source))
+        return timeline.events()
+    return list(source)
+
+
+def _time_of(event: ev.Event) -> list[int]:
+    match event:
+        case ev.Ownership():
+            return [event.owned_from_ms] + (
+                [] if event.owned_to_ms is None else [event.owned_to_ms]
+            )
+        case ev.Fault():
+            return [event.start_ms] + ([] if event.end_ms is None else [event.end_ms])
+        case _:
+            return [event.at_ms]
+
+
+def _members(events: list[ev.Event]) -> list[str]:
+    """Members in order of first appearance."""
+    first: dict[str, int] = {}
+    for event in events:
+        member = getattr(event, "member", None)
+        if isinstance(member, str):
+            at = min(_time_of(event))
+            first[member] = min(first.get(member, at), at)
+    return sorted(first, key=lambda m: (first[m], m))
+
+
+def _killed_at(events: list[ev.Event]) -> dict[str, list[int]]:
+    """When each member was killed or fenced by a recorded fault (its lane ends there)."""
+    deaths: dict[str, list[int]] = defaultdict(list)
+    for event in events:
+        match event:
+            case ev.Fault(kind=ev.KILL | ev.FENCE, member=str() as member, start_ms=start):
+                deaths[member].append(start)
+    return {member: sorted(times) for member, times in deaths.items()}
+
+
+def _cut_at_death(events: list[ev.Event]) -> list[ev.Event]:
+    """Ownership left open by a member that was killed ends at its death."""
+    deaths = _killed_at(events)
+    out: list[ev.Event] = []
+    for event in events:
+        if isinstance(event, ev.Ownership) and event.owned_to_ms is None:
+            after = [t for t in deaths.get(event.member, []) if t >= event.owned_from_ms]
+            if after:
+                event = ev.Ownership(
+                    event.member, event.topic, event.partition, event.owned_from_ms, after[0]
+                )
+        out.append(event)
+    return out
+
+
+def _label(owned: set[tuple[str, int]]) -> str:
+    by_topic: dict[str, list[int]] = defaultdict(list)
+    for topic, partition in owned:
+        by_topic[topic].append(partition)
+    if len(by_topic) == 1:
+        return ",".join(str(p) for p in sorted(next(iter(by_topic.values()))))
+    return " ".join(
+        f"{t}[{','.join(str(p) for p in sorted(ps))}]" for t, ps in sorted(by_topic.items())
+    )
+
+
+def _ownership_spans(spans: list[ev.Ownership], end_ms: int, t0_ms: int) -> tuple[Span, ...]:
+    """Stretches of constant ownership of one member, labelled with the partitions."""
+    edges: list[tuple[int, int, tuple[str, int]]] = []
+    for o in spans:
+        key = (o.topic, o.partition)
+        edges.append((o.owned_from_ms, 1, key))
+        edges.append((end_ms if o.owned_to_ms is None else o.owned_to_ms, -1, key))
+    edges.sort(key=lambda e: (e[0], e[1]))
+    owned: set[tuple[str, int]] = set()
+    out: list[Span] = []
+    start: int | None = None
+    for at, delta, key in edges:
+        if start is not None and at > start and owned:
+            out.append(Span((start - t0_ms) / 1000, (at - t0_ms) / 1000, _label(owned)))
+        if delta > 0:
+            owned.add(key)
+        else:
+            owned.discard(key)
+        start = at
+    return tuple(out)
+
+
+def ownership_gaps(events: Iterable[ev.Event], end_ms: int) -> list[tuple[int, int, str, int]]:
+    """``(start_ms, stop_ms, topic, partition)`` for every stretch in which a partition that
+    had been owned had no owner until someone owned it again."""
+    by_partition: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
+    for o in events:
+        if isinstance(o, ev.Ownership):
+            stop = end_ms if o.owned_to_ms is None else o.owned_to_ms
+            by_partition[(o.topic, o.partition)].append((o.owned_from_ms, stop))
+    gaps: list[tuple[int, int, str, int]] = []
+    for (topic, partition), spans in sorted(by_partition.items()):
+        spans.sort()
+        covered_to = spans[0][1]
+        for start, stop in spans[1:]:
+            if start > covered_to:
+                gaps.append((covered_to, start, topic, partition))
+            covered_to = max(covered_to, stop)
+    return gaps
+
+
+def plot(
+    source: Timeline | Iterable[ev.Event] | str | Path,
+    out_path: str | Path,
+    *,
+    title: str | None = None,
+    width_in: float = 11.0,
+    dpi: int = 110,
+) -> Path:
+    """Draw the timeline of ``source`` into ``out_path`` (see the module docstring); returns it.
+
+    Raises:
+        ValueError: the timeline has no member events, or a JSONL line is malformed.
+        ImportError: matplotlib is missing (install the ``testing`` extra).
+    """
+    events = _cut_at_death(load_events(source))
+    members = _members(events)
+    if not members:
+        raise ValueError("the timeline has no member events to plot")
+    times = [t for event in events for t in _time_of(event)]
+    t0_ms, end_ms = min(times), max(times)
+    end_ms = max(end_ms, t0_ms + 1)
+    span_s = (end_ms - t0_ms) / 1000
+    gaps = ownership_gaps(events, end_ms)
+    lanes = [Lane("no owner", ())] + [
+        Lane(
+            m,
+            _ownership_spans(
+                [e for e in events if isinstance(e, ev.Ownership) and e.member == m], end_ms, t0_ms
+            ),
+        )
+        for m in members
+    ]
+    fig = _figure(width_in, 1.4 + 0.75 * len(lanes))
+    ax = fig.subplots()
+    draw_lanes(ax, lanes, height=0.5, offset=0.08, label_min_width=span_s * 0.025)
+    _draw_gaps(ax, gaps, t0_ms)
+    row_of = {m: row for row, m in enumerate(members, start=1)}
+    _draw_states(ax, events, row_of, t0_ms, end_ms, _killed_at(events))
+    _draw_marks(ax, events, row_of, t0_ms)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+    ax.invert_yaxis()
+    ax.set_xlim(-0.02 * span_s, span_s * 1.02)
+    ax.set_xlabel("seconds since the first event")
+    ax.grid(axis="x", color="#dddddd", lw=0.6)
+    ax.set_axisbelow(True)
+    ax.set_title(title or f"Rebalance timeline: {len(members)} member(s)")
+    _legend(ax, events)
+    fig.tight_layout()
+    out = Path(out_path)
+    fig.savefig(out, dpi=dpi)
+    return out
+
+
+def _draw_gaps(ax: Any, gaps: list[tuple[int, int, str, int]], t0_ms: int) -> None:
+    rows: dict[tuple[str, int], int] = {}
+    for start, stop, topic, partition in gaps:
+        x0, x1 = (start - t0_ms) / 1000, (stop - t0_ms) / 1000
+        ax.axvspan(x0, x1, color=_GAP_COLOUR, alpha=0.08, lw=0, zorder=0)
+        rows.setdefault((topic, partition), len(rows))
+        ax.broken_barh([(x0, x1 - x0)], (-0.3, 0.6), color=_GAP_COLOUR)
+        ax.annotate(
+            f"{topic}[{partition}] {stop - start} ms",
+            (x1, -0.3 + 0.6 * (rows[(topic, partition)] % 3) / 3),
+            fontsize=6,
+            color=_GAP_COLOUR,
+            xytext=(2, 4),
+            textcoords="offset points",
+        )
+
+
+def _draw_states(
+    ax: Any,
+    events: list[ev.Event],
+    row_of: dict[str, int],
+    t0_ms: int,
+    end_ms: int,
+    deaths: dict[str, list[int]],
+) -> None:
+    changes: dict[str, list[ev.StateChange]] = defaultdict(list)
+    for event in events:
+        if isinstance(event, ev.StateChange):
+            changes[event.member].append(event)
+    for member, states in changes.items():
+        states.sort(key=lambda s: s.at_ms)
+        for index, state in enumerate(states):
+            if index + 1 < len(states):
+                stop = states[index + 1].at_ms
+            else:
+                stop = next((t for t in deaths.get(member, []) if t >= state.at_ms), end_ms)
+            ax.broken_barh(
+                [((state.at_ms - t0_ms) / 1000, max(stop - state.at_ms, 0) / 1000)],
+                (row_of[member] - 0.38, 0.12),
+                color=STATE_COLOURS.get(state.state, "#999999"),
+            )
+
+
+def _draw_marks(ax: Any, events: list[ev.Event], row_of: dict[str, int], t0_ms: int) -> None:
+    for event in events:
+        match event:
+            case ev.EpochChange(member=member, epoch=epoch, at_ms=at):
+                x = (at - t0_ms) / 1000
+                ax.plot(
+                    [x, x], [row_of[member] + 0.36, row_of[member] + 0.44], color="black", lw=0.8
+                )
+                ax.text(x, row_of[member] + 0.45, f"e{epoch}", fontsize=6, ha="center", va="top")
+            case ev.Callback(member=member, kind=kind, at_ms=at):
+                marker, colour = _CALLBACK_MARKERS[kind]
+                ax.plot(
+                    [(at - t0_ms) / 1000],
+                    [row_of[member] - 0.24],
+                    marker=marker,
+                    color=colour,
+                    ms=5,
+                    ls="none",
+                )
+            case ev.Fault(kind=kind, member=member, start_ms=start, end_ms=stop):
+                rows = [row_of[member]] if member in row_of else list(row_of.values())
+                x0 = (start - t0_ms) / 1000
+                for row in rows:
+                    if stop is not None and stop > start:
+                        ax.broken_barh(
+                            [(x0, (stop - start) / 1000)],
+                            (row - 0.45, 0.9),
+                            color="#888888",
+                            alpha=0.3,
+                        )
+                    ax.plot([x0, x0], [row - 0.45, row + 0.45], color="black", lw=1.2, ls=":")
+                    ax.text(x0, row - 0.45, f" {kind}", fontsize=7, va="top", color="black")
+
+
+def _legend(ax: Any, events: list[ev.Event]) -> None:
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    seen_states = {e.state for e in events if isinstance(e, ev.StateChange)}
+    handles: list[Any] = [
+        Patch(color=_BAR_COLOUR, label="partitions owned"),
+        Patch(color=_GAP_COLOUR, label="partition without owner"),
+    ]
+    handles += [
+        Patch(color=STATE_COLOURS.get(s, "#999999"), label=s)
+        for s in STATE_COLOURS
+        if s in seen_states
+    ]
+    handles += [
+        Patch(color=STATE_COLOURS.get(s, "#999999"), label=s)
+        for s in sorted(seen_states - set(STATE_COLOURS))
+    ]
+    kinds = {e.kind for e in events if isinstance(e, ev.Callback)}
+    handles += [
+        Line2D([], [], marker=m, color=c, ls="none", label=f"{kind} callback")
+        for kind, (m, c) in _CALLBACK_MARKERS.items()
+        if kind in kinds
+    ]
+    if any(isinstance(e, ev.Fault) for e in events):
+        handles.append(Line2D([], [], color="black", lw=1.2, ls=":", label="fault"))
+    if any(isinstance(e, ev.EpochChange) for e in events):
+        handles.append(Line2D([], [], color="black", lw=0.8, label="eN: member epoch"))
+    ax.legend(
+        handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False
+    )
