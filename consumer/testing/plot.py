@@ -240,10 +240,14 @@ def plot(
     out_path: str | Path,
     *,
     title: str | None = None,
+    until_ms: int | None = None,
     width_in: float = 11.0,
     dpi: int = 110,
 ) -> Path:
     """Draw the timeline of ``source`` into ``out_path`` (see the module docstring); returns it.
+
+    ``until_ms`` is when the run ended (default: its last event): ownership and states still
+    open are drawn up to there.
 
     Raises:
         ValueError: the timeline has no member events, or a JSONL line is malformed.
@@ -254,7 +258,7 @@ def plot(
     if not members:
         raise ValueError("the timeline has no member events to plot")
     times = [t for event in events for t in _time_of(event)]
-    t0_ms, end_ms = min(times), max(times)
+    t0_ms, end_ms = min(times), max(times) if until_ms is None else max(*times, until_ms)
     end_ms = max(end_ms, t0_ms + 1)
     span_s = (end_ms - t0_ms) / 1000
     gaps = ownership_gaps(events, end_ms)
@@ -270,7 +274,7 @@ def plot(
     fig = _figure(width_in, 1.4 + 0.75 * len(lanes))
     ax = fig.subplots()
     draw_lanes(ax, lanes, height=0.5, offset=0.08, label_min_width=span_s * 0.025)
-    _draw_gaps(ax, gaps, t0_ms)
+    _draw_gaps(ax, gaps, t0_ms, span_s)
     row_of = {m: row for row, m in enumerate(members, start=1)}
     _draw_states(ax, events, row_of, t0_ms, end_ms, _killed_at(events))
     _draw_marks(ax, events, row_of, t0_ms)
@@ -288,21 +292,24 @@ def plot(
     return out
 
 
-def _draw_gaps(ax: Any, gaps: list[tuple[int, int, str, int]], t0_ms: int) -> None:
-    rows: dict[tuple[str, int], int] = {}
+def _draw_gaps(ax: Any, gaps: list[tuple[int, int, str, int]], t0_ms: int, span_s: float) -> None:
+    """The "no owner" lane (row 0): one red bar per stretch, labelled with its partitions and
+    length, drawn at least visible however short; the stretch is shaded across all lanes."""
+    grouped: dict[tuple[int, int], set[tuple[str, int]]] = defaultdict(set)
     for start, stop, topic, partition in gaps:
-        x0, x1 = (start - t0_ms) / 1000, (stop - t0_ms) / 1000
-        ax.axvspan(x0, x1, color=_GAP_COLOUR, alpha=0.08, lw=0, zorder=0)
-        rows.setdefault((topic, partition), len(rows))
-        ax.broken_barh([(x0, x1 - x0)], (-0.3, 0.6), color=_GAP_COLOUR)
-        ax.annotate(
-            f"{topic}[{partition}] {stop - start} ms",
-            (x1, -0.3 + 0.6 * (rows[(topic, partition)] % 3) / 3),
-            fontsize=6,
-            color=_GAP_COLOUR,
-            xytext=(2, 4),
-            textcoords="offset points",
-        )
+        grouped[(start, stop)].add((topic, partition))
+    for index, ((start, stop), partitions) in enumerate(sorted(grouped.items())):
+        x0 = (start - t0_ms) / 1000
+        width = max((stop - start) / 1000, span_s * 0.004)
+        ax.axvspan(x0, x0 + width, color=_GAP_COLOUR, alpha=0.08, lw=0, zorder=0)
+        ax.broken_barh([(x0, width)], (-0.25, 0.5), color=_GAP_COLOUR)
+        text = f"{_label(partitions)}: {stop - start} ms"
+        if width >= span_s * 0.12:
+            ax.text(x0, 0, " " + text, va="center", color="white", fontsize=7, clip_on=True)
+        else:
+            y = -0.12 if index % 2 == 0 else 0.18
+            ax.text(x0 + width, y, " " + text, va="center", color=_GAP_COLOUR, fontsize=6,
+                    clip_on=True)  # fmt: skip
 
 
 def _draw_states(
