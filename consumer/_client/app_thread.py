@@ -22,6 +22,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.member_events import (
     MemberEvent,
+    MemberEventSwitch,
     MemberListener,
     RebalanceEvent,
     RebalanceKind,
@@ -67,6 +68,22 @@ class Callbacks:
     logger: AnyLogger | None = None  # the ``logger`` key, for errors nobody else receives
     #: ``Consumer.add_member_listener`` listeners, called in registration order.
     member_listeners: list[MemberListener] = field(default_factory=list)
+    #: On while ``member_listeners`` is not empty: the background loop reads it.
+    member_events: MemberEventSwitch = field(default_factory=MemberEventSwitch)
+
+    def add_listener(self, listener: MemberListener) -> None:
+        """Add a member listener (see ``Consumer.add_member_listener``)."""
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, got {type(listener).__name__}")
+        self.member_listeners.append(listener)
+        self.member_events.on = True
+
+    def remove_listener(self, listener: MemberListener) -> None:
+        """Remove a member listener; ``ValueError`` if it was not added."""
+        if listener not in self.member_listeners:
+            raise ValueError("remove_member_listener(): that listener was not added")
+        self.member_listeners.remove(listener)
+        self.member_events.on = bool(self.member_listeners)
 
 
 @dataclass

@@ -17,7 +17,7 @@ from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
-from consumer._bridge.member_events import MemberEventSwitch, MemberListener
+from consumer._bridge.member_events import MemberListener
 from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.app_thread import AppThreadServer, Callbacks, RebalanceCallback
@@ -82,7 +82,6 @@ class Consumer:
         self._offsets = OffsetBook(self._config, self._dataplane, self._to_background)
         self._closed = False
         self._polls = PollReporter(self._config, self._to_background)
-        self._member_events = MemberEventSwitch()
         self._server = AppThreadServer(
             consumer=self,
             dataplane=self._dataplane,
@@ -122,18 +121,11 @@ class Consumer:
         from that call. Without listeners the background loop queues nothing extra.
         """
         self._check_open()
-        if not callable(listener):
-            raise TypeError(f"listener must be callable, got {type(listener).__name__}")
-        self._server.callbacks.member_listeners.append(listener)
-        self._member_events.on = True
+        self._server.callbacks.add_listener(listener)
 
     def remove_member_listener(self, listener: MemberListener) -> None:
         """Stop calling ``listener``; raises ``ValueError`` if it was not added."""
-        listeners = self._server.callbacks.member_listeners
-        if listener not in listeners:
-            raise ValueError("remove_member_listener(): that listener was not added")
-        listeners.remove(listener)
-        self._member_events.on = bool(listeners)
+        self._server.callbacks.remove_listener(listener)
 
     # --- subscription ---------------------------------------------------------------------------
 
@@ -420,7 +412,7 @@ class Consumer:
             self._to_background,
             self._to_application,
             last_poll=self._polls.last_poll,
-            member_events=self._member_events,
+            member_events=self._server.callbacks.member_events,
         )
         self._runtime = runtime
         runtime.start()

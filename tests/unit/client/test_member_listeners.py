@@ -140,7 +140,7 @@ def test_loop_reports_are_on_from_the_first_listener_until_the_last_is_removed()
 
     consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "listeners"})
     try:
-        switch = consumer._member_events
+        switch = consumer._server.callbacks.member_events
         assert not switch.on
         first, second = print, repr
         consumer.add_member_listener(first)
