@@ -12,7 +12,9 @@ matplotlib knows from the suffix). Each member's lane shows:
 
 A top lane, "no owner", shows in red every stretch during which a partition that had been owned
 had no owner (the hand-over gaps of a rebalance), and the same stretches are shaded across the
-whole figure. Faults recorded in the timeline are drawn as grey spans on their member's lane.
+whole figure. A partition owned by two members at once (an invariant violation) is hatched in
+purple on the same lane, naming both. Faults recorded in the timeline are dotted lines (grey
+spans while they last) on their member's lane.
 
 matplotlib is needed (``pip install 'kafka-group-member[testing]'``); it is imported only when
 drawing. :func:`draw_lanes` is the bar-drawing step on its own, also used by the benchmarks.
@@ -28,8 +30,26 @@ from typing import Any
 
 from consumer.testing import timeline_events as ev
 from consumer.testing.timeline import Timeline
+from consumer.testing.timeline_spans import (
+    cut_at_death,
+    double_ownership,
+    killed_at,
+    load_events,
+    members_in_order,
+    ownership_gaps,
+    partitions_label,
+    time_of,
+)
 
-__all__ = ["Lane", "Span", "draw_lanes", "load_events", "ownership_gaps", "plot"]
+__all__ = [
+    "Lane",
+    "Span",
+    "double_ownership",
+    "draw_lanes",
+    "load_events",
+    "ownership_gaps",
+    "plot",
+]
 
 #: Colours of the member states in the band under each lane (unknown states are grey).
 STATE_COLOURS = {
@@ -50,6 +70,7 @@ _CALLBACK_MARKERS = {
 }
 _BAR_COLOUR = "#4c72b0"
 _GAP_COLOUR = "#c44e52"
+_DOUBLE_COLOUR = "#7b2d8e"
 
 
 @dataclass(frozen=True)
@@ -119,81 +140,6 @@ def draw_lanes(
     ax.set_yticks(range(len(lanes)), [lane.name for lane in lanes], fontsize=fontsize)
 
 
-def load_events(source: Timeline | Iterable[ev.Event] | str | Path) -> list[ev.Event]:
-    """The events of a timeline, of an event list, or of a JSON-lines file.
-
-    Raises:
-        ValueError: a line of the file is not a timeline event (the message names the line).
-        FileNotFoundError: the file does not exist.
-    """
-    if isinstance(source, Timeline):
-        return source.events()
-    if isinstance(source, str | Path):
-        timeline = Timeline()
-        timeline.merge_jsonl(Path(source))
-        return timeline.events()
-    return list(source)
-
-
-def _time_of(event: ev.Event) -> list[int]:
-    match event:
-        case ev.Ownership():
-            return [event.owned_from_ms] + (
-                [] if event.owned_to_ms is None else [event.owned_to_ms]
-            )
-        case ev.Fault():
-            return [event.start_ms] + ([] if event.end_ms is None else [event.end_ms])
-        case _:
-            return [event.at_ms]
-
-
-def _members(events: list[ev.Event]) -> list[str]:
-    """Members in order of first appearance."""
-    first: dict[str, int] = {}
-    for event in events:
-        member = getattr(event, "member", None)
-        if isinstance(member, str):
-            at = min(_time_of(event))
-            first[member] = min(first.get(member, at), at)
-    return sorted(first, key=lambda m: (first[m], m))
-
-
-def _killed_at(events: list[ev.Event]) -> dict[str, list[int]]:
-    """When each member was killed or fenced by a recorded fault (its lane ends there)."""
-    deaths: dict[str, list[int]] = defaultdict(list)
-    for event in events:
-        match event:
-            case ev.Fault(kind=ev.KILL | ev.FENCE, member=str() as member, start_ms=start):
-                deaths[member].append(start)
-    return {member: sorted(times) for member, times in deaths.items()}
-
-
-def _cut_at_death(events: list[ev.Event]) -> list[ev.Event]:
-    """Ownership left open by a member that was killed ends at its death."""
-    deaths = _killed_at(events)
-    out: list[ev.Event] = []
-    for event in events:
-        if isinstance(event, ev.Ownership) and event.owned_to_ms is None:
-            after = [t for t in deaths.get(event.member, []) if t >= event.owned_from_ms]
-            if after:
-                event = ev.Ownership(
-                    event.member, event.topic, event.partition, event.owned_from_ms, after[0]
-                )
-        out.append(event)
-    return out
-
-
-def _label(owned: set[tuple[str, int]]) -> str:
-    by_topic: dict[str, list[int]] = defaultdict(list)
-    for topic, partition in owned:
-        by_topic[topic].append(partition)
-    if len(by_topic) == 1:
-        return ",".join(str(p) for p in sorted(next(iter(by_topic.values()))))
-    return " ".join(
-        f"{t}[{','.join(str(p) for p in sorted(ps))}]" for t, ps in sorted(by_topic.items())
-    )
-
-
 def _ownership_spans(spans: list[ev.Ownership], end_ms: int, t0_ms: int) -> tuple[Span, ...]:
     """Stretches of constant ownership of one member, labelled with the partitions."""
     edges: list[tuple[int, int, tuple[str, int]]] = []
@@ -207,32 +153,13 @@ def _ownership_spans(spans: list[ev.Ownership], end_ms: int, t0_ms: int) -> tupl
     start: int | None = None
     for at, delta, key in edges:
         if start is not None and at > start and owned:
-            out.append(Span((start - t0_ms) / 1000, (at - t0_ms) / 1000, _label(owned)))
+            out.append(Span((start - t0_ms) / 1000, (at - t0_ms) / 1000, partitions_label(owned)))
         if delta > 0:
             owned.add(key)
         else:
             owned.discard(key)
         start = at
     return tuple(out)
-
-
-def ownership_gaps(events: Iterable[ev.Event], end_ms: int) -> list[tuple[int, int, str, int]]:
-    """``(start_ms, stop_ms, topic, partition)`` for every stretch in which a partition that
-    had been owned had no owner until someone owned it again."""
-    by_partition: dict[tuple[str, int], list[tuple[int, int]]] = defaultdict(list)
-    for o in events:
-        if isinstance(o, ev.Ownership):
-            stop = end_ms if o.owned_to_ms is None else o.owned_to_ms
-            by_partition[(o.topic, o.partition)].append((o.owned_from_ms, stop))
-    gaps: list[tuple[int, int, str, int]] = []
-    for (topic, partition), spans in sorted(by_partition.items()):
-        spans.sort()
-        covered_to = spans[0][1]
-        for start, stop in spans[1:]:
-            if start > covered_to:
-                gaps.append((covered_to, start, topic, partition))
-            covered_to = max(covered_to, stop)
-    return gaps
 
 
 def plot(
@@ -253,16 +180,18 @@ def plot(
         ValueError: the timeline has no member events, or a JSONL line is malformed.
         ImportError: matplotlib is missing (install the ``testing`` extra).
     """
-    events = _cut_at_death(load_events(source))
-    members = _members(events)
+    events = cut_at_death(load_events(source))
+    members = members_in_order(events)
     if not members:
         raise ValueError("the timeline has no member events to plot")
-    times = [t for event in events for t in _time_of(event)]
+    times = [t for event in events for t in time_of(event)]
     t0_ms, end_ms = min(times), max(times) if until_ms is None else max(*times, until_ms)
     end_ms = max(end_ms, t0_ms + 1)
     span_s = (end_ms - t0_ms) / 1000
     gaps = ownership_gaps(events, end_ms)
-    lanes = [Lane("no owner", ())] + [
+    doubles = double_ownership(events, end_ms)
+    top = "no owner /\ntwo owners" if doubles else "no owner"
+    lanes = [Lane(top, ())] + [
         Lane(
             m,
             _ownership_spans(
@@ -275,8 +204,9 @@ def plot(
     ax = fig.subplots()
     draw_lanes(ax, lanes, height=0.5, offset=0.08, label_min_width=span_s * 0.025)
     _draw_gaps(ax, gaps, t0_ms, span_s)
+    _draw_doubles(ax, doubles, t0_ms, span_s)
     row_of = {m: row for row, m in enumerate(members, start=1)}
-    _draw_states(ax, events, row_of, t0_ms, end_ms, _killed_at(events))
+    _draw_states(ax, events, row_of, t0_ms, end_ms, killed_at(events))
     _draw_marks(ax, events, row_of, t0_ms)
     ax.set_ylim(-0.6, len(lanes) - 0.4)
     ax.invert_yaxis()
@@ -285,7 +215,7 @@ def plot(
     ax.grid(axis="x", color="#dddddd", lw=0.6)
     ax.set_axisbelow(True)
     ax.set_title(title or f"Rebalance timeline: {len(members)} member(s)")
-    _legend(ax, events)
+    _legend(ax, events, bool(doubles))
     fig.tight_layout()
     out = Path(out_path)
     fig.savefig(out, dpi=dpi)
@@ -303,13 +233,27 @@ def _draw_gaps(ax: Any, gaps: list[tuple[int, int, str, int]], t0_ms: int, span_
         width = max((stop - start) / 1000, span_s * 0.004)
         ax.axvspan(x0, x0 + width, color=_GAP_COLOUR, alpha=0.08, lw=0, zorder=0)
         ax.broken_barh([(x0, width)], (-0.25, 0.5), color=_GAP_COLOUR)
-        text = f"{_label(partitions)}: {stop - start} ms"
+        text = f"{partitions_label(partitions)}: {stop - start} ms"
         if width >= span_s * 0.12:
             ax.text(x0, 0, " " + text, va="center", color="white", fontsize=7, clip_on=True)
         else:
             y = -0.12 if index % 2 == 0 else 0.18
             ax.text(x0 + width, y, " " + text, va="center", color=_GAP_COLOUR, fontsize=6,
                     clip_on=True)  # fmt: skip
+
+
+def _draw_doubles(
+    ax: Any, doubles: list[tuple[int, int, str, int, str, str]], t0_ms: int, span_s: float
+) -> None:
+    """Invariant violations: two owners at once, hatched on the top lane and across the figure."""
+    for start, stop, topic, partition, a, b in doubles:
+        x0 = (start - t0_ms) / 1000
+        width = max((stop - start) / 1000, span_s * 0.004)
+        ax.axvspan(x0, x0 + width, color=_DOUBLE_COLOUR, alpha=0.12, lw=0, zorder=0)
+        ax.broken_barh([(x0, width)], (-0.25, 0.5), facecolor="none", edgecolor=_DOUBLE_COLOUR,
+                       hatch="////", lw=1.0)  # fmt: skip
+        ax.text(x0 + width, -0.38, f" {topic}[{partition}]: {a} + {b}, {stop - start} ms",
+                va="center", color=_DOUBLE_COLOUR, fontsize=6, clip_on=True)  # fmt: skip
 
 
 def _draw_states(
@@ -372,7 +316,7 @@ def _draw_marks(ax: Any, events: list[ev.Event], row_of: dict[str, int], t0_ms: 
                     ax.text(x0, row - 0.45, f" {kind}", fontsize=7, va="top", color="black")
 
 
-def _legend(ax: Any, events: list[ev.Event]) -> None:
+def _legend(ax: Any, events: list[ev.Event], doubles: bool) -> None:
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
@@ -381,6 +325,10 @@ def _legend(ax: Any, events: list[ev.Event]) -> None:
         Patch(color=_BAR_COLOUR, label="partitions owned"),
         Patch(color=_GAP_COLOUR, label="partition without owner"),
     ]
+    if doubles:
+        handles.append(
+            Patch(facecolor="none", edgecolor=_DOUBLE_COLOUR, hatch="////", label="two owners")
+        )
     handles += [
         Patch(color=STATE_COLOURS.get(s, "#999999"), label=s)
         for s in STATE_COLOURS

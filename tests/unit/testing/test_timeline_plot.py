@@ -10,8 +10,9 @@ import pytest
 
 from consumer.cli import main
 from consumer.testing import Timeline, plot
-from consumer.testing.plot import Lane, Span, _cut_at_death, draw_lanes, ownership_gaps
+from consumer.testing.plot import Lane, Span, draw_lanes, ownership_gaps
 from consumer.testing.timeline_events import Ownership
+from consumer.testing.timeline_spans import cut_at_death, double_ownership
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -54,7 +55,7 @@ def test_gaps_are_the_stretches_between_two_owners_of_a_partition() -> None:
     ]
     # b was killed at 3000 while owning 2 and 3: from then on they have no owner.
     a_again = [Ownership("a", "orders", p, 4_000, None) for p in (2, 3)]
-    cut = _cut_at_death([*events, *a_again])
+    cut = cut_at_death([*events, *a_again])
     assert ownership_gaps(cut, end_ms=5_000) == [
         (2_100, 2_400, "orders", 2),
         (3_000, 4_000, "orders", 2),
@@ -63,6 +64,16 @@ def test_gaps_are_the_stretches_between_two_owners_of_a_partition() -> None:
     ]
     # Before the first owner and after the last one nothing is a gap.
     assert ownership_gaps([Ownership("a", "t", 0, 10, 20)], end_ms=100) == []
+
+
+def test_double_ownership_names_both_members_and_the_overlap() -> None:
+    events = [
+        Ownership("a", "t", 0, 0, 100),
+        Ownership("b", "t", 0, 80, None),
+        Ownership("a", "t", 1, 0, 50),
+        Ownership("b", "t", 1, 50, None),  # a clean hand-over: no overlap
+    ]
+    assert double_ownership(events, end_ms=200) == [(80, 100, "t", 0, "a", "b")]
 
 
 def test_plot_writes_a_png_of_plausible_size(tmp_path: Path) -> None:
