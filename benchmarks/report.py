@@ -67,6 +67,7 @@ def _plot_throughput(result: dict[str, Any], out: Path) -> str | None:
 def _plot_timeline(broker: str, scenario: str, timelines: dict[str, Any], out: Path) -> str:
     plt = _pyplot()
     from benchmarks.convergence import LABELS
+    from consumer.testing.plotting import Lane, Span, draw_lanes
 
     impls = [i for i in LABELS if i in timelines]
     fig, axes = plt.subplots(len(impls), 1, figsize=(9, 1.2 + 1.1 * len(impls)), squeeze=False)
@@ -74,24 +75,18 @@ def _plot_timeline(broker: str, scenario: str, timelines: dict[str, Any], out: P
     for ax, impl in zip(axes[:, 0], impls, strict=True):
         lanes = timelines[impl]["lanes"]
         names = sorted(lanes, key=lambda n: int(n[1:]) if n[1:].isdigit() else 0)
-        for row, name in enumerate(names):
+        rows = []
+        for name in names:
             steps = lanes[name]
-            for index, (start, count) in enumerate(steps):
-                stop = steps[index + 1][0] if index + 1 < len(steps) else end
-                if count > 0 and stop > start:
-                    ax.broken_barh([(start, stop - start)], (row - 0.4, 0.8), color="#4c72b0")
-                    if stop - start > end * 0.06:
-                        ax.text(
-                            start + 0.005 * end,
-                            row,
-                            str(int(count)),
-                            va="center",
-                            color="white",
-                            fontsize=7,
-                        )
+            spans = [
+                Span(start, steps[index + 1][0] if index + 1 < len(steps) else end, str(int(count)))
+                for index, (start, count) in enumerate(steps)
+                if count > 0
+            ]
+            rows.append(Lane(name, tuple(spans)))
+        draw_lanes(ax, rows, label_min_width=end * 0.06)
         ax.axvline(0, color="black", lw=0.8)
         ax.axvline(timelines[impl]["end_s"], color="#c44e52", lw=1.0, ls="--")
-        ax.set_yticks(range(len(names)), names, fontsize=7)
         ax.set_xlim(-0.02 * end, end)
         ax.set_ylabel(LABELS[impl], rotation=0, ha="right", va="center", fontsize=8)
     axes[-1, 0].set_xlabel("seconds since the event (bars: partitions owned; dashed: converged)")

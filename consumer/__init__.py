@@ -3,6 +3,12 @@
 ``from consumer import Consumer`` is a drop-in replacement for ``confluent_kafka.Consumer``.
 """
 
+from consumer._bridge.member_events import (
+    MemberEvent,
+    MemberListener,
+    RebalanceEvent,
+    StateTransition,
+)
 from consumer._client.consumer import Consumer
 from consumer._client.errors import (
     CallbackMisuseError,
@@ -22,6 +28,10 @@ __all__ = [
     "ConsumerError",
     "ConsumerKafkaException",
     "KafkaError",
+    "MemberEvent",
+    "MemberListener",
+    "RebalanceEvent",
+    "StateTransition",
     "__version__",
     "parse_config",
 ]

@@ -3,7 +3,8 @@
 ``kgm broker start [--detach]``, ``kgm broker status``, ``kgm broker stop`` manage the local
 Kafka broker of :mod:`consumer.testing.real.broker` (a detached broker belongs to the project of
 the working directory, or to ``--state-dir``: see :mod:`consumer.testing.real.detached`);
-``kgm demo`` runs the README's main job; ``kgm --version`` prints the package version.
+``kgm demo`` runs the README's main job; ``kgm timeline plot FILE -o OUT.png`` draws a recorded
+rebalance timeline; ``kgm --version`` prints the package version.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from consumer.testing.real.detached import (
     write_broker_state,
 )
 from consumer.testing.real.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError
+from consumer.testing.timeline_cli import add_timeline_commands
 
 
 def _broker_start(args: argparse.Namespace) -> int:
@@ -142,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="use this cluster instead of starting a local broker",
     )
     demo.set_defaults(handler=_demo)
+    add_timeline_commands(commands)
     return parser
 
 

@@ -3,7 +3,8 @@
 Application -> background (:data:`AppEvent`): every member :class:`~consumer.member.Input`,
 :class:`StopLoop` and :class:`FetchCommitted`. Background -> application (:data:`ToAppEvent`):
 every member :class:`~consumer.member.Command` meant for the application thread,
-:class:`StateChanged` and :class:`RuntimeFailed`.
+:class:`StateChanged`, :class:`~consumer._bridge.member_events.StateTransition` (only while a
+member listener is registered) and :class:`RuntimeFailed`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
+from consumer._bridge.member_events import StateTransition
 from consumer.member import Command, Input, MemberState, TopicPartition
 
 __all__ = [
@@ -58,4 +60,4 @@ class RuntimeFailed:
 
 
 AppEvent = Input | StopLoop | FetchCommitted
-ToAppEvent = Command | StateChanged | RuntimeFailed
+ToAppEvent = Command | StateChanged | StateTransition | RuntimeFailed

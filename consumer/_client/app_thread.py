@@ -20,6 +20,15 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from consumer._bridge.member_events import (
+    MemberEvent,
+    MemberEventSwitch,
+    MemberListener,
+    RebalanceEvent,
+    RebalanceKind,
+    StateTransition,
+    wall_clock_ms,
+)
 from consumer._bridge.messages import AppEvent, RuntimeFailed, StateChanged, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.dataplane import DataPlane
@@ -57,6 +66,24 @@ class Callbacks:
     error_cb: Callable[..., object] | None = None
     on_state_change: Callable[..., object] | None = None
     logger: AnyLogger | None = None  # the ``logger`` key, for errors nobody else receives
+    #: ``Consumer.add_member_listener`` listeners, called in registration order.
+    member_listeners: list[MemberListener] = field(default_factory=list)
+    #: On while ``member_listeners`` is not empty: the background loop reads it.
+    member_events: MemberEventSwitch = field(default_factory=MemberEventSwitch)
+
+    def add_listener(self, listener: MemberListener) -> None:
+        """Add a member listener (see ``Consumer.add_member_listener``)."""
+        if not callable(listener):
+            raise TypeError(f"listener must be callable, got {type(listener).__name__}")
+        self.member_listeners.append(listener)
+        self.member_events.on = True
+
+    def remove_listener(self, listener: MemberListener) -> None:
+        """Remove a member listener; ``ValueError`` if it was not added."""
+        if listener not in self.member_listeners:
+            raise ValueError("remove_member_listener(): that listener was not added")
+        self.member_listeners.remove(listener)
+        self.member_events.on = bool(self.member_listeners)
 
 
 @dataclass
@@ -91,6 +118,8 @@ class AppThreadServer:
     _pending_errors: collections.deque[BaseException] = field(default_factory=collections.deque)
     #: Held by the thread serving the queue (re-entrant: callbacks may commit synchronously).
     _serving: threading.RLock = field(default_factory=threading.RLock)
+    #: Stamps the RebalanceEvents of member listeners (a simulation passes its own clock).
+    clock_ms: Callable[[], int] = wall_clock_ms
 
     def pending(self) -> bool:
         """True when there is something to serve (O(1))."""
@@ -171,11 +200,13 @@ class AppThreadServer:
             case InvokeOnRevoke(request_id=request_id, partitions=partitions):
                 error = self._run_callback(self.callbacks.on_revoke, partitions)
                 self.owned.difference_update(partitions)
+                self._tell_rebalance("revoked", partitions)
                 self.to_background.put(RevocationCompleted(request_id, error))
             case InvokeOnAssign(request_id=request_id, partitions=partitions):
                 # As confluent-kafka: on_assign runs before the data plane gets the partitions,
                 # and start offsets it passes to incremental_assign()/assign() are honoured.
                 overrides: dict[tuple[str, int], int] = {}
+                self._tell_rebalance("assigned", partitions)
                 self.assign_overrides = overrides
                 try:
                     error = self._run_callback(self.callbacks.on_assign, partitions)
@@ -192,6 +223,7 @@ class AppThreadServer:
                 # be refused by the broker, so commit() refuses it first.
                 self.owned.difference_update(partitions)
                 error = self._run_callback(callback, partitions)
+                self._tell_rebalance("lost", partitions)
                 self.to_background.put(CallbackCompleted(request_id, error))
             case ReportError():
                 self._report(event)
@@ -203,6 +235,8 @@ class AppThreadServer:
             case StateChanged(previous=previous, current=current):
                 if self.callbacks.on_state_change is not None:
                     self._guarded(self.callbacks.on_state_change, previous.name, current.name)
+            case StateTransition():
+                self._tell(event)
             case RuntimeFailed(error=error):
                 self.fatal_error = kafka_exception(
                     KafkaError._FATAL,
@@ -281,6 +315,19 @@ class AppThreadServer:
         finally:
             self.in_callback = False
         return None
+
+    def _tell_rebalance(self, kind: RebalanceKind, partitions: Iterable[TopicPartition]) -> None:
+        """Tell the member listeners (if any) about a rebalance callback moment."""
+        if not self.callbacks.member_listeners:
+            return
+        pairs = tuple(sorted((tp.topic, tp.partition) for tp in partitions))
+        member_id = self.consumer.memberid() or ""
+        epoch = self.consumer.member_epoch
+        self._tell(RebalanceEvent(kind, pairs, member_id, epoch, self.clock_ms()))
+
+    def _tell(self, event: MemberEvent) -> None:
+        for listener in tuple(self.callbacks.member_listeners):
+            self._guarded(listener, event)
 
     def _guarded(self, function: Callable[..., object], *args: object) -> None:
         try:

@@ -17,6 +17,7 @@ from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
+from consumer._bridge.member_events import MemberListener
 from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.app_thread import AppThreadServer, Callbacks, RebalanceCallback
@@ -110,6 +111,21 @@ class Consumer:
     def member_epoch(self) -> int:
         """The member epoch the coordinator gave this member (0 before joining)."""
         return 0 if self._runtime is None else self._runtime.member_epoch
+
+    def add_member_listener(self, listener: MemberListener) -> None:
+        """Call ``listener(event)`` on every state transition and rebalance callback (extra).
+
+        ``event`` is a :class:`consumer.StateTransition` or a :class:`consumer.RebalanceEvent`
+        (see :mod:`consumer._bridge.member_events`). Listeners run on the thread that calls
+        ``poll()`` / ``consume()`` / ``close()``, in the order added; one's exception is raised
+        from that call. Without listeners the background loop queues nothing extra.
+        """
+        self._check_open()
+        self._server.callbacks.add_listener(listener)
+
+    def remove_member_listener(self, listener: MemberListener) -> None:
+        """Stop calling ``listener``; raises ``ValueError`` if it was not added."""
+        self._server.callbacks.remove_listener(listener)
 
     # --- subscription ---------------------------------------------------------------------------
 
@@ -396,6 +412,7 @@ class Consumer:
             self._to_background,
             self._to_application,
             last_poll=self._polls.last_poll,
+            member_events=self._server.callbacks.member_events,
         )
         self._runtime = runtime
         runtime.start()

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Awaitable, Callable
 
 from consumer._bridge.last_poll import LastPoll, monotonic_ms
+from consumer._bridge.member_events import MemberEventSwitch, TransitionReporter
 from consumer._bridge.messages import (
     AppEvent,
     FetchCommitted,
@@ -48,6 +49,7 @@ from consumer.member import (
     TopicPartition,
 )
 from consumer.member import Command as MemberCommand
+from consumer.member.effects import MemberRule
 from consumer.member.states import IN_GROUP_STATES
 
 _log = routed_logger("consumer.runtime")
@@ -70,8 +72,14 @@ class BackgroundRuntime:
         *,
         last_poll: LastPoll | None = None,
         clock_ms: Callable[[], int] = monotonic_ms,
+        member_events: MemberEventSwitch | None = None,
     ) -> None:
-        self._member = Member(member_config, random.Random())
+        self._member = Member(member_config, random.Random(), on_transition=self._on_transition)
+        #: Queues a StateTransition for the application while its switch is on.
+        self._transitions = TransitionReporter(
+            member_events if member_events is not None else MemberEventSwitch(),
+            self._member.state.name,
+        )
         self._cluster_settings = cluster_settings
         self._to_background = to_background
         self._to_application = to_application
@@ -325,7 +333,21 @@ class BackgroundRuntime:
             if self._wakeup is not None:
                 self._wakeup.set()
 
+    def _on_transition(self, _previous: MemberState, rule: MemberRule) -> None:
+        """The member's observer: called for every rules-table row that fires."""
+        self._report_transition(rule.outcome.name)
+
+    def _report_transition(self, reason: str | None) -> None:
+        """Queue a StateTransition if the state or the epoch moved since the last one."""
+        member = self._member
+        event = self._transitions.report(
+            member.state.name, member.member_epoch, member.member_id, reason
+        )
+        if event is not None:
+            self._to_application.put(event)
+
     def _publish(self) -> None:
+        self._report_transition(None)  # an epoch moved outside any row (a heartbeat answer)
         state = self._member.state
         if state is not self.state:
             previous, self.state = self.state, state

@@ -5,6 +5,7 @@ both.
 """
 
 from consumer.testing.invariants import CheckReport, Violation, check
+from consumer.testing.plotting import plot
 from consumer.testing.real import (
     BrokerStartError,
     FaultProxy,
@@ -12,29 +13,48 @@ from consumer.testing.real import (
     ProxiedBroker,
     running_broker,
 )
-from consumer.testing.sim import CoordinatorSim, GroupHarness, ManualClock
-from consumer.testing.sim.cluster import CallbackCall, SimCluster
-from consumer.testing.sim.fake_consumer import FakeConsumer
-from consumer.testing.sim.group import GroupSim, SimResult, SimulationError
+from consumer.testing.recorder import TimelineRecorder, record
+from consumer.testing.sim import (
+    CASE_STUDIES,
+    CallbackCall,
+    CaseStudy,
+    CoordinatorSim,
+    FakeConsumer,
+    GroupHarness,
+    GroupSim,
+    ManualClock,
+    SimCluster,
+    SimResult,
+    SimulationError,
+    Step,
+    case_study,
+)
 from consumer.testing.timeline import Timeline
 
 __all__ = [
     "BrokerStartError",
+    "CASE_STUDIES",
+    "CallbackCall",
+    "CaseStudy",
     "CheckReport",
     "CoordinatorSim",
+    "FakeConsumer",
     "FaultProxy",
     "GroupHarness",
+    "GroupSim",
     "LocalBroker",
     "ManualClock",
     "ProxiedBroker",
-    "Timeline",
-    "Violation",
-    "check",
-    "running_broker",
-    "CallbackCall",
-    "FakeConsumer",
     "SimCluster",
-    "GroupSim",
     "SimResult",
     "SimulationError",
+    "Step",
+    "Timeline",
+    "TimelineRecorder",
+    "Violation",
+    "case_study",
+    "check",
+    "plot",
+    "record",
+    "running_broker",
 ]

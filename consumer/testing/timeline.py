@@ -12,8 +12,14 @@ on one clock, wall time by default, so events from several processes on one mach
   ``end_ms``. Kinds :data:`KILL` (SIGKILL) and :data:`FENCE` end the member's life at
   ``start_ms``; :data:`ISOLATING_FAULTS` (blackhole, drop, pause, partition) do so after
   ``session_timeout_ms`` when that is given to :func:`~consumer.testing.invariants.check`;
-* :class:`StateChange`: the member entered ``state`` (``STABLE``, ``JOINING``, ``FENCED``...).
-  Entering ``FENCED`` also ends the member's life at that time.
+* :class:`StateChange`: the member entered ``state`` (``STABLE``, ``JOINING``, ``FENCED``...),
+  with its ``epoch`` when known. Entering ``FENCED`` also ends the member's life at that time;
+* :class:`EpochChange`: the coordinator gave the member a new epoch (with or without a state
+  change);
+* :class:`Callback`: a rebalance callback ran (``assigned``, ``revoked`` or ``lost``).
+
+:func:`consumer.testing.recorder.record` fills a timeline from a real
+:class:`consumer.Consumer`; :func:`consumer.testing.plotting.plot` draws one.
 
 :class:`Timeline` records events from any number of threads; member subprocesses stream theirs
 to JSON-lines files (:meth:`Timeline.stream_to`) that the test merges afterwards
@@ -108,9 +114,26 @@ class Timeline:
         """A fault of ``kind`` on ``member`` (see the module docstring for kinds)."""
         self.record(ev.Fault(kind, member, self._at(start_ms), end_ms))
 
-    def state(self, member: str, state: str, at_ms: int | None = None) -> None:
-        """``member`` entered ``state``."""
-        self.record(ev.StateChange(member, state, self._at(at_ms)))
+    def state(
+        self, member: str, state: str, at_ms: int | None = None, epoch: int | None = None
+    ) -> None:
+        """``member`` entered ``state`` (at member ``epoch``, when known)."""
+        self.record(ev.StateChange(member, state, self._at(at_ms), epoch))
+
+    def epoch(self, member: str, epoch: int, at_ms: int | None = None) -> None:
+        """``member``'s epoch became ``epoch``."""
+        self.record(ev.EpochChange(member, epoch, self._at(at_ms)))
+
+    def callback(
+        self,
+        member: str,
+        kind: str,
+        topic: str,
+        partitions: Iterable[int],
+        at_ms: int | None = None,
+    ) -> None:
+        """A rebalance callback (``assigned``, ``revoked`` or ``lost``) ran on ``member``."""
+        self.record(ev.Callback(member, kind, topic, tuple(partitions), self._at(at_ms)))
 
     def _at(self, at_ms: int | None) -> int:
         return self._clock_ms() if at_ms is None else at_ms

@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "EVENT_NAMES",
     "EVENT_TYPES",
+    "CALLBACK_KINDS",
     "COMMIT_REGRESSION",
     "DOUBLE_OWNERSHIP",
     "FENCE",
@@ -21,7 +22,9 @@ __all__ = [
     "LOST_RECORD",
     "NOT_STABLE",
     "UNEXPLAINED_DUPLICATE",
+    "Callback",
     "Commit",
+    "EpochChange",
     "Event",
     "Fault",
     "Ownership",
@@ -101,14 +104,47 @@ class Fault:
 
 @dataclass(frozen=True)
 class StateChange:
-    """``member`` entered ``state`` at ``at_ms``."""
+    """``member`` entered ``state`` at ``at_ms``, at member ``epoch`` (``None``: not recorded)."""
 
     member: str
     state: str
     at_ms: int
+    epoch: int | None = None
 
 
-Event = Ownership | Commit | Processed | Produced | Fault | StateChange
+@dataclass(frozen=True)
+class EpochChange:
+    """The coordinator moved ``member`` to member ``epoch`` at ``at_ms`` (0: out of the group)."""
+
+    member: str
+    epoch: int
+    at_ms: int
+
+
+#: The kinds of :class:`Callback`: the rebalance callback that ran.
+CALLBACK_KINDS = frozenset({"assigned", "revoked", "lost"})
+
+
+@dataclass(frozen=True)
+class Callback:
+    """A rebalance callback of ``member`` (``kind``: assigned, revoked or lost) for
+    ``partitions`` of ``topic``, at ``at_ms``."""
+
+    member: str
+    kind: str
+    topic: str
+    partitions: tuple[int, ...]
+    at_ms: int
+
+    def __post_init__(self) -> None:
+        if self.kind not in CALLBACK_KINDS:
+            allowed = ", ".join(sorted(CALLBACK_KINDS))
+            raise ValueError(f"callback kind must be one of {allowed}, got {self.kind!r}")
+        # JSON lines give a list: keep the event hashable and comparable.
+        object.__setattr__(self, "partitions", tuple(int(p) for p in self.partitions))
+
+
+Event = Ownership | Commit | Processed | Produced | Fault | StateChange | EpochChange | Callback
 #: The ``type`` of each event in a JSON-lines timeline, and back.
 EVENT_TYPES: dict[str, type[Any]] = {
     "ownership": Ownership,
@@ -117,5 +153,7 @@ EVENT_TYPES: dict[str, type[Any]] = {
     "produced": Produced,
     "fault": Fault,
     "state": StateChange,
+    "epoch": EpochChange,
+    "callback": Callback,
 }
 EVENT_NAMES = {cls: name for name, cls in EVENT_TYPES.items()}

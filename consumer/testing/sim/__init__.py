@@ -6,14 +6,28 @@ run every time.
 
 from consumer.testing.sim.autopilot import Autopilot, answer_pending
 from consumer.testing.sim.case_studies import CASE_STUDIES, CaseStudy, case_study
+from consumer.testing.sim.checks import verdict
 from consumer.testing.sim.clock import ManualClock
 from consumer.testing.sim.cluster import CallbackCall, SimCluster
 from consumer.testing.sim.coordinator import CoordinatorSim, HeartbeatResponse
 from consumer.testing.sim.fake_consumer import FakeConsumer
 from consumer.testing.sim.group import GroupSim, SimResult, SimulationError
 from consumer.testing.sim.harness import Exchange, GroupHarness, HarnessError, MemberDriver
-from consumer.testing.sim.steps import Step
-from consumer.testing.sim.verdict import verdict
+from consumer.testing.sim.steps import (
+    Step,
+    add_partitions,
+    commit_fails,
+    coordinator_moved,
+    crash,
+    fence,
+    join,
+    leave,
+    network_cut,
+    produce,
+    stall,
+    until_stable,
+    wait,
+)
 
 __all__ = [
     "Autopilot",
@@ -36,4 +50,16 @@ __all__ = [
     "CASE_STUDIES",
     "CaseStudy",
     "case_study",
+    "wait",
+    "until_stable",
+    "stall",
+    "produce",
+    "network_cut",
+    "leave",
+    "join",
+    "fence",
+    "crash",
+    "coordinator_moved",
+    "commit_fails",
+    "add_partitions",
 ]

@@ -27,6 +27,7 @@ from typing import Any, cast
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from consumer._bridge.member_events import MemberListener
 from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.app_thread import Callbacks, CommitWaiter, RebalanceCallback
@@ -124,9 +125,19 @@ class FakeConsumer(FetchControl):
             auto_offset_reset=self._config.auto_offset_reset,
             consumed_offsets=self._offsets.consumed,
             recorder=self.ownership,
+            clock_ms=self._now_ms,
         )
 
     # --- extras beyond confluent-kafka ----------------------------------------------------------
+
+    def add_member_listener(self, listener: MemberListener) -> None:
+        """As :meth:`consumer.Consumer.add_member_listener`; events carry simulated time."""
+        self._check_open()
+        self._server.callbacks.add_listener(listener)
+
+    def remove_member_listener(self, listener: MemberListener) -> None:
+        """As :meth:`consumer.Consumer.remove_member_listener`."""
+        self._server.callbacks.remove_listener(listener)
 
     @property
     def state(self) -> str:
@@ -409,6 +420,7 @@ class FakeConsumer(FetchControl):
             self._to_application,
             on_state=self._cluster.state_changed,
             on_committed=self._cluster.committed,
+            member_events=self._server.callbacks.member_events,
         )
         self.runtime = runtime
         return runtime

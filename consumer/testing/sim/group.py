@@ -25,10 +25,10 @@ from kio.schema.errors import ErrorCode
 
 from consumer.member import MemberState
 from consumer.testing.invariants import CheckReport
+from consumer.testing.sim.checks import verdict
 from consumer.testing.sim.cluster import CallbackCall, SimCluster
 from consumer.testing.sim.fake_consumer import FakeConsumer
 from consumer.testing.sim.topics import SimRecord
-from consumer.testing.sim.verdict import verdict
 from consumer.testing.timeline import Timeline
 from consumer.testing.timeline_events import EVENT_NAMES, FENCE, KILL
 
@@ -109,7 +109,8 @@ class GroupSim:
         config: consumer configuration for every member (``group.id`` defaults to ``group``,
             ``auto.offset.reset`` to ``earliest``).
         tick_ms: simulated time between two rounds of loop calls.
-        session_timeout_ms, heartbeat_interval_ms: the coordinator's settings.
+        session_timeout_ms: the coordinator's session timeout.
+        heartbeat_interval_ms: the coordinator's heartbeat interval.
     """
 
     def __init__(

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from consumer._bridge.member_events import MemberEventSwitch, TransitionReporter
 from consumer._bridge.messages import AppEvent, RuntimeFailed, StateChanged, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer.member import Command as MemberCommand
@@ -45,6 +46,7 @@ from consumer.member import (
     ShutDown,
     TopicPartition,
 )
+from consumer.member.effects import MemberRule
 from consumer.testing.sim.coordinator import CoordinatorSim
 
 __all__ = ["SimFaults", "SimRuntime"]
@@ -85,6 +87,7 @@ class SimRuntime:
         to_application: the consumer's queue of work for its ``poll()``.
         on_state: told ``(name, previous, current, now_ms)`` on every state change.
         on_committed: told ``(name, offsets, now_ms)`` for every commit the coordinator accepted.
+        member_events: on while the consumer has member listeners (``add_member_listener``).
     """
 
     def __init__(
@@ -100,6 +103,7 @@ class SimRuntime:
         *,
         on_state: Callable[[str, MemberState, MemberState, int], None] | None = None,
         on_committed: Callable[[str, dict[TopicPartition, int], int], None] | None = None,
+        member_events: MemberEventSwitch | None = None,
     ) -> None:
         self.name = name
         self._coordinator = coordinator
@@ -107,7 +111,12 @@ class SimRuntime:
         self._now_ms = now_ms
         self._on_state = on_state
         self._on_committed = on_committed
-        self.member = Member(member_config, random.Random(seed))
+        self.member = Member(member_config, random.Random(seed), on_transition=self._on_transition)
+        self._transitions = TransitionReporter(
+            member_events if member_events is not None else MemberEventSwitch(),
+            self.member.state.name,
+            now_ms,
+        )
         self.to_background = to_background
         self.to_application = to_application
         self.faults = SimFaults()
@@ -188,7 +197,20 @@ class SimRuntime:
         self._execute(self.member.handle(event, now), now)
         self._publish()
 
+    def _on_transition(self, _previous: MemberState, rule: MemberRule) -> None:
+        """The member's observer: called for every rules-table row that fires."""
+        self._report_transition(rule.outcome.name)
+
+    def _report_transition(self, reason: str | None) -> None:
+        member = self.member
+        event = self._transitions.report(
+            member.state.name, member.member_epoch, member.member_id, reason
+        )
+        if event is not None:
+            self.to_application.put(event)
+
     def _publish(self) -> None:
+        self._report_transition(None)  # an epoch moved outside any row (a heartbeat answer)
         state = self.member.state
         if state is not self.state:
             previous, self.state = self.state, state

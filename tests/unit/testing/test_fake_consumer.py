@@ -405,3 +405,34 @@ def test_regex_subscription_then_unsubscribe_then_subscribe_again() -> None:
     drain(fake, polls=3, timeout=0.5)
     assert names(fake.assignment()) == [("other", 0)]
     assert fake.state == "STABLE"
+
+
+def test_member_listeners_see_transitions_and_callbacks_in_simulated_time() -> None:
+    from consumer import RebalanceEvent, StateTransition
+    from consumer.testing import Timeline, record
+
+    cluster = cluster_with(partitions=2)
+    cluster.advance(7_000)  # so that simulated time cannot be mistaken for zero
+    fake = cluster.consumer(config())
+    events: list[object] = []
+    fake.add_member_listener(events.append)
+    timeline = Timeline(clock_ms=lambda: cluster.clock.now_ms)
+    record(fake, timeline, member="m1")
+    fake.subscribe(["orders"])
+    drain(fake, polls=10)
+    transitions = [e for e in events if isinstance(e, StateTransition)]
+    assert [(t.previous, t.current) for t in transitions][:2] == [
+        ("UNSUBSCRIBED", "JOINING"),
+        ("JOINING", "RECONCILE_ASSIGNMENT"),
+    ]
+    assert transitions[-1].current == "STABLE"
+    assert transitions[-1].member_epoch > 0
+    assigned = [e for e in events if isinstance(e, RebalanceEvent) and e.kind == "assigned"]
+    assert [p for e in assigned for p in e.partitions] == [("orders", 0), ("orders", 1)]
+    stamps = [e.at_ms for e in events if isinstance(e, StateTransition | RebalanceEvent)]
+    assert stamps == sorted(stamps)
+    assert 7_000 <= stamps[0] <= cluster.clock.now_ms
+    assert {type(e).__name__ for e in timeline.events()} >= {"StateChange", "Ownership"}
+    fake.remove_member_listener(events.append)
+    with pytest.raises(ValueError, match="not added"):
+        fake.remove_member_listener(events.append)

@@ -6,7 +6,7 @@ import pytest
 
 from consumer.testing import SimCluster, Timeline
 from consumer.testing.sim import verdict
-from consumer.testing.sim.verdict import COMMIT_BY_NON_OWNER, RECORD_AFTER_RELEASE
+from consumer.testing.sim.checks import COMMIT_BY_NON_OWNER, RECORD_AFTER_RELEASE
 
 
 def test_records_get_offsets_per_partition_and_keys_pick_a_stable_partition() -> None:
