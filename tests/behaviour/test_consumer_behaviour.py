@@ -195,7 +195,12 @@ def test_auto_offset_reset_latest_skips_what_was_there_before(backend: Backend) 
 def test_commit_then_committed(backend: Backend, how: str) -> None:
     topic = backend.create_topic(1)
     produce_numbered(backend, topic, 5)
-    member = subscribed(backend, topic, **{"enable.auto.commit": False})
+    reports: list[tuple[KafkaError | None, list[tuple[str, int, int]]]] = []
+
+    def on_commit(error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        reports.append((error, [(tp.topic, tp.partition, tp.offset) for tp in partitions]))
+
+    member = subscribed(backend, topic, **{"enable.auto.commit": False, "on_commit": on_commit})
     poll_until([member], lambda: len(member.records) >= 5, "5 records")
     consumer = member.consumer
     assert committed_offset(member, topic) == OFFSET_INVALID
@@ -217,9 +222,12 @@ def test_commit_then_committed(backend: Backend, how: str) -> None:
         expected = 2
 
     if how == "async":
-        poll_until(
-            [member], lambda: committed_offset(member, topic) == expected, "the async commit"
-        )
+        # The result reaches on_commit inside a later poll(), not inside commit().
+        assert reports == []
+        poll_until([member], lambda: reports, "on_commit for the async commit")
+        assert reports == [(None, [(topic, 0, 5)])]
+    else:
+        assert reports == [], "on_commit ran inside a synchronous commit()"
     assert committed_offset(member, topic) == expected
 
 
