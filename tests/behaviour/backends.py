@@ -1,7 +1,9 @@
 """The two backends the behaviour tests run on, behind one small protocol.
 
 * :class:`RealBackend`: ``consumer.Consumer`` against the real broker of the test session
-  (topics through the admin client, records through ``confluent_kafka.Producer``).
+  (topics through the admin client, records through ``confluent_kafka.Producer``). With
+  ``KGM_CONSUMER_IMPL=confluent`` it builds ``confluent_kafka.Consumer`` instead (as every
+  integration test does), which shows where ours differs from librdkafka's member.
 * :class:`FakeBackend`: ``consumer.testing.sim.FakeConsumer`` on a fresh ``SimCluster``.
 
 Test bodies only use :class:`Backend` and :class:`Member`, so they are identical for both.
@@ -22,6 +24,8 @@ from typing import Any, Protocol
 
 from confluent_kafka import KafkaError, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.support import build_consumer
 
 __all__ = [
     "DEFAULT_BOUND_S",
@@ -131,9 +135,8 @@ class RealBackend:
         assert not failures, f"delivery failed: {failures}"
 
     def consumer(self, config: dict[str, Any]) -> Any:
-        from consumer import Consumer
-
-        made = Consumer({"bootstrap.servers": self._bootstrap, **config})
+        # Ours unless KGM_CONSUMER_IMPL=confluent (librdkafka's own KIP-848 member, to compare).
+        made = build_consumer({"bootstrap.servers": self._bootstrap, **config})
         self._made.append(made)
         return made
 
