@@ -13,6 +13,8 @@ from consumer.testing.real import (
     running_broker,
 )
 from consumer.testing.sim import CoordinatorSim, GroupHarness, ManualClock
+from consumer.testing.sim.cluster import CallbackCall, SimCluster
+from consumer.testing.sim.fake_consumer import FakeConsumer
 from consumer.testing.timeline import Timeline
 
 __all__ = [
@@ -28,4 +30,7 @@ __all__ = [
     "Violation",
     "check",
     "running_broker",
+    "CallbackCall",
+    "FakeConsumer",
+    "SimCluster",
 ]

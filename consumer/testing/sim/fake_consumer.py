@@ -1,0 +1,545 @@
+"""``FakeConsumer``: the :class:`consumer.Consumer` API on a :class:`SimCluster`.
+
+Behind it is a real :class:`consumer.member.Member` (the same group brain as the real consumer),
+a simulated background runtime and an in-memory data plane. What the real consumer does on its
+application thread runs here through the same code (:class:`~consumer._client.app_thread.
+AppThreadServer`): callbacks run only inside ``poll()`` / ``consume()`` / ``close()`` on the
+caller's thread, with the same arguments, errors and return shapes. Records are real
+``confluent_kafka.Message`` objects.
+
+``poll(timeout)`` moves the simulated clock (never the wall clock) until a record or a callback is
+ready or ``timeout`` has passed, so ``poll(1.0)`` returns at once. Inside a
+:class:`~consumer.testing.sim.GroupSim` the group owns time and ``poll()`` only serves what is
+ready at the current instant. A synchronous ``commit()`` and ``close()`` move the clock as long as
+they wait (a blocked application thread lets time pass).
+
+Methods of the real consumer that need a real cluster (``list_topics``, ``offsets_for_times``)
+raise ``NotImplementedError`` naming the method.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from types import TracebackType
+from typing import Any, cast
+
+from confluent_kafka import KafkaError, Message
+from confluent_kafka import TopicPartition as KafkaTopicPartition
+
+from consumer._bridge.messages import AppEvent, ToAppEvent
+from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._client.app_thread import Callbacks, CommitWaiter, RebalanceCallback
+from consumer._client.commits import (
+    commit_outcome,
+    offsets_named,
+    refuse_foreign,
+    sync_commit_timeout_ms,
+)
+from consumer._client.dataplane import DataPlane
+from consumer._client.errors import (
+    CallbackMisuseError,
+    ConsumerClosedError,
+    ConsumerKafkaException,
+    kafka_exception,
+)
+from consumer._client.offsets import OffsetBook
+from consumer._client.settings import check_callbacks, member_config, subscription_event
+from consumer.config import ConsumerConfig, parse_config
+from consumer.errors import error_for_code
+from consumer.member import (
+    AppPolled,
+    CloseRequested,
+    CommitRequested,
+    FetchCommittedOffsets,
+    MemberState,
+    ReportCommitResult,
+    TopicPartition,
+    Unsubscribed,
+)
+from consumer.testing.sim.app_side import (
+    OwnershipRecorder,
+    SimAppServer,
+    recorded_callback,
+    recorded_on_commit,
+)
+from consumer.testing.sim.cluster import INFINITE_POLL_LIMIT_MS, SimCluster
+from consumer.testing.sim.dataplane import SimDataPlane
+from consumer.testing.sim.runtime import SimRuntime
+
+__all__ = ["FakeConsumer"]
+
+_BOOTSTRAP = "simulated:9092"
+_STALE_MEMBER_EPOCH = 113
+_OFFSET_INVALID = -1001
+
+
+class FakeConsumer:
+    """A :class:`consumer.Consumer` on a simulated cluster (see the module docstring).
+
+    Build one with :meth:`SimCluster.consumer`. ``config`` is the real consumer's configuration,
+    validated by the same code (``bootstrap.servers`` may be left out).
+    """
+
+    def __init__(
+        self,
+        config: dict[str, Any] | None = None,
+        /,
+        *,
+        cluster: SimCluster,
+        name: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        settings = {"bootstrap.servers": _BOOTSTRAP, **(config or {}), **kwargs}
+        parsed = parse_config(settings)
+        self._cluster = cluster
+        self.name: str = name or ""
+        self.name = cluster.register(self)
+        self._config: ConsumerConfig = dataclasses.replace(
+            parsed,
+            on_commit=recorded_on_commit(
+                parsed.on_commit, self.name, self._now_ms, cluster.record_callback
+            ),
+        )
+        self._dataplane = SimDataPlane(cluster.topics)
+        self.runtime: SimRuntime | None = None
+        self._seed = cluster.rng.getrandbits(64)
+        self._closed = False
+        self._last_poll_ms = cluster.clock.now_ms
+        self._tokens = itertools.count(1)
+        self.ownership = OwnershipRecorder(self.name, cluster.timeline, self._now_ms)
+        self._to_background: ToBackground[AppEvent] = ToBackground()
+        self._to_application: ToApplication[ToAppEvent] = ToApplication()
+        dataplane = cast(DataPlane, self._dataplane)  # the same duck-typed calls as librdkafka's
+        self._offsets = OffsetBook(self._config, dataplane, self._to_background)
+        self._server = SimAppServer(
+            consumer=self,
+            dataplane=dataplane,
+            to_background=self._to_background,
+            to_application=self._to_application,
+            callbacks=Callbacks(
+                error_cb=self._config.error_cb,
+                on_state_change=self._config.on_state_change,
+                logger=self._config.logger,
+            ),
+            auto_offset_reset=self._config.auto_offset_reset,
+            consumed_offsets=self._offsets.consumed,
+            recorder=self.ownership,
+        )
+
+    # --- extras beyond confluent-kafka ----------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        """The member state: UNSUBSCRIBED, JOINING, ..., STABLE, FENCED, STALE, FATAL."""
+        return MemberState.UNSUBSCRIBED.name if self.runtime is None else self.runtime.state.name
+
+    @property
+    def member_epoch(self) -> int:
+        """The member epoch the coordinator gave this member (0 before joining)."""
+        return 0 if self.runtime is None else self.runtime.member_epoch
+
+    @property
+    def cluster(self) -> SimCluster:
+        """The simulated cluster this consumer belongs to."""
+        return self._cluster
+
+    # --- subscription ---------------------------------------------------------------------------
+
+    def subscribe(
+        self,
+        topics: list[str],
+        on_assign: RebalanceCallback | None = None,
+        on_revoke: RebalanceCallback | None = None,
+        on_lost: RebalanceCallback | None = None,
+    ) -> None:
+        """Subscribe to topic names; a name starting with ``^`` is a regex."""
+        self._check_open()
+        self._check_not_in_callback("subscribe")
+        event = subscription_event(topics)
+        check_callbacks(on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+        callbacks = self._server.callbacks
+        record = self._cluster.record_callback
+        callbacks.on_assign = recorded_callback(
+            on_assign, "on_assign", self.name, self._now_ms, record
+        )
+        callbacks.on_revoke = recorded_callback(
+            on_revoke, "on_revoke", self.name, self._now_ms, record
+        )
+        callbacks.on_lost = recorded_callback(on_lost, "on_lost", self.name, self._now_ms, record)
+        self._ensure_runtime()
+        self._to_background.put(event)
+
+    def unsubscribe(self) -> None:
+        """Leave the group (revoking the assignment first); the consumer stays usable."""
+        self._check_open()
+        self._check_not_in_callback("unsubscribe")
+        if self.runtime is not None:
+            self._offsets.report_consumed(self._server.owned)
+            self._to_background.put(Unsubscribed())
+
+    # --- records --------------------------------------------------------------------------------
+
+    def poll(self, timeout: float | None = -1) -> Message | None:
+        """Serve rebalance callbacks, then return one record (or error event), or None."""
+        messages = self._receive(1, timeout)
+        return messages[0] if messages else None
+
+    def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
+        """Serve rebalance callbacks, then return up to ``num_messages`` records."""
+        if not isinstance(num_messages, int) or not 1 <= num_messages <= 1_000_000:
+            raise ValueError(f"num_messages must be an int in 1..1000000, got {num_messages!r}")
+        return self._receive(num_messages, timeout)
+
+    def _receive(self, count: int, timeout: float | None) -> list[Message]:
+        self._enter_poll()
+        deadline_ms = self._deadline_ms(timeout)
+        while True:
+            self._poll_turn()
+            messages: list[Message] = []
+            while len(messages) < count:
+                message = self._dataplane.next_message()
+                if message is None:
+                    break
+                messages.append(message)
+                if message.error() is None:
+                    self._cluster.timeline.processed(
+                        self.name,
+                        message.topic() or "",
+                        message.partition() or 0,
+                        message.offset() or 0,
+                        self._now_ms(),
+                    )
+            if messages:
+                return messages
+            if not self._wait(deadline_ms):
+                return []
+
+    def _poll_turn(self) -> None:
+        """Serve the background's events, tell the member the application polled, run it."""
+        self._server.serve()
+        runtime = self.runtime
+        if runtime is not None and not runtime.finished:
+            now = self._now_ms()
+            self._last_poll_ms = now
+            consumed = self._offsets.consumed(self._server.owned)
+            offsets = consumed if self._config.enable_auto_commit and consumed else None
+            self._to_background.put(AppPolled(consumed_offsets=offsets, polled_at_ms=now))
+            self._cluster.run_due()
+            self._server.serve()
+
+    def _deadline_ms(self, timeout: float | None) -> int:
+        if timeout is None or timeout < 0:
+            return self._now_ms() + INFINITE_POLL_LIMIT_MS
+        return self._now_ms() + int(timeout * 1000)
+
+    def _wait(self, deadline_ms: int) -> bool:
+        """Move the clock towards ``deadline_ms`` (False: the time is up, or not ours to move)."""
+        now = self._now_ms()
+        if not self._cluster.poll_advances_clock or now >= deadline_ms:
+            return False
+        self._advance_towards(deadline_ms)
+        return True
+
+    def _advance_towards(self, deadline_ms: int) -> None:
+        """Move the clock to the next instant something is due, at most to ``deadline_ms``."""
+        now = self._now_ms()
+        due = self._cluster.next_due_ms()
+        self._cluster.advance_to(
+            deadline_ms if due is None else min(max(due, now + 1), deadline_ms)
+        )
+
+    # --- offsets --------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        message: Message | None = None,
+        offsets: list[KafkaTopicPartition] | None = None,
+        asynchronous: bool = True,
+    ) -> list[KafkaTopicPartition] | None:
+        """Commit offsets with the member epoch (those consumed so far when none are given).
+
+        Synchronous commits return the partitions and raise on a failure; asynchronous results
+        go to ``on_commit(err, partitions)`` from a later ``poll()``.
+        """
+        self._check_open()
+        server = self._server
+        everything = message is None and offsets is None
+        consumed = self._offsets.consumed(server.owned) if everything else {}
+        chosen = offsets_named(message, offsets, consumed)
+        runtime = self.runtime
+        if runtime is None:
+            raise kafka_exception(
+                KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
+            )
+        refuse_foreign(chosen, server.owned)
+        token = next(self._tokens)
+        outcome: list[ReportCommitResult] = []
+        on_commit = self._config.on_commit
+
+        def on_result(result: ReportCommitResult) -> None:
+            outcome.append(result)
+            if asynchronous and on_commit is not None:
+                error, partitions = commit_outcome(chosen, result)
+                on_commit(error, partitions)
+
+        server.commit_waiters[token] = CommitWaiter(chosen, on_result)
+        if asynchronous:
+            self._to_background.put(CommitRequested(token, dict(chosen)))
+            return None
+        timeout_ms = sync_commit_timeout_ms(
+            self._config.max_poll_interval_ms, self._last_poll_ms, self._now_ms()
+        )
+        self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
+        deadline_ms = self._now_ms() + timeout_ms + 1
+        while token not in runtime.reported_tokens:
+            self._cluster.run_due()
+            if token in runtime.reported_tokens or runtime.finished:
+                break
+            if self._now_ms() >= deadline_ms:
+                break
+            self._advance_towards(deadline_ms)
+        if token not in runtime.reported_tokens or not server.take_commit_result(token, 1.0):
+            server.commit_waiters.pop(token, None)
+            raise kafka_exception(
+                KafkaError._TIMED_OUT, f"commit timed out after {timeout_ms / 1000} s"
+            )
+        runtime.reported_tokens.discard(token)
+        error, partitions = commit_outcome(chosen, outcome[0])
+        if error is not None:
+            raise ConsumerKafkaException(error)
+        return partitions
+
+    def store_offsets(
+        self, message: Message | None = None, offsets: list[KafkaTopicPartition] | None = None
+    ) -> None:
+        """Store offsets for the next commit (needs ``enable.auto.offset.store=false``)."""
+        self._check_open()
+        self._offsets.store(message, offsets)
+
+    def committed(
+        self, partitions: list[KafkaTopicPartition], timeout: float | None = -1
+    ) -> list[KafkaTopicPartition]:
+        """The committed offsets of ``partitions`` (OffsetFetch with the member epoch)."""
+        self._check_open()
+        wanted = tuple(TopicPartition(tp.topic, tp.partition) for tp in partitions)
+        timeout_ms = 60_000 if timeout is None or timeout < 0 else int(timeout * 1000)
+        deadline_ms = self._now_ms() + timeout_ms
+        backoff_ms = self._config.retry_backoff_ms
+        coordinator = self._cluster.group(self._config.group_id)
+        while True:
+            runtime = self.runtime
+            epoch = 0 if runtime is None else runtime.member_epoch
+            offsets, code = coordinator.fetch(
+                FetchCommittedOffsets(
+                    request_id=0,
+                    group_id=self._config.group_id,
+                    member_id=runtime.member_id if runtime is not None and epoch > 0 else None,
+                    member_epoch=epoch if epoch > 0 else -1,
+                    partitions=wanted,
+                )
+            )
+            if runtime is not None and runtime.faults.cut(self._now_ms()):
+                code = 13  # NETWORK_EXCEPTION: the request did not get through
+            if not code:
+                break
+            error = error_for_code(code)
+            if not (error.retriable or code == _STALE_MEMBER_EPOCH):
+                raise error
+            if self._now_ms() + backoff_ms > deadline_ms:
+                raise error
+            self._cluster.advance(backoff_ms)
+            backoff_ms = min(self._config.retry_backoff_max_ms, backoff_ms * 2)
+        result = []
+        for tp in wanted:
+            offset = offsets.get(tp)
+            result.append(
+                KafkaTopicPartition(
+                    tp.topic, tp.partition, _OFFSET_INVALID if offset is None else offset
+                )
+            )
+        return result
+
+    def position(self, partitions: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
+        """The offset of the next record to return, per partition (OFFSET_INVALID if unknown)."""
+        self._check_open()
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        known = self._dataplane.positions(keys)
+        return [KafkaTopicPartition(t, p, known.get((t, p), _OFFSET_INVALID)) for t, p in keys]
+
+    def assignment(self) -> list[KafkaTopicPartition]:
+        """The partitions this member owns now."""
+        self._check_open()
+        return [KafkaTopicPartition(tp.topic, tp.partition) for tp in sorted(self._server.owned)]
+
+    # --- fetch control --------------------------------------------------------------------------
+
+    def pause(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Stop returning records of these partitions until ``resume()``."""
+        self._check_open()
+        self._dataplane.pause(partitions)
+
+    def resume(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Resume paused partitions."""
+        self._check_open()
+        self._dataplane.resume(partitions)
+
+    def seek(self, partition: KafkaTopicPartition) -> None:
+        """Move the fetch position of an owned partition."""
+        self._check_open()
+        self._dataplane.seek(partition)
+
+    def get_watermark_offsets(
+        self, partition: KafkaTopicPartition, timeout: float | None = -1, cached: bool = False
+    ) -> tuple[int, int] | None:
+        """Low and high watermark offsets of a partition."""
+        self._check_open()
+        return self._dataplane.watermarks(partition.topic, partition.partition)
+
+    def cluster_id(self, timeout: float = -1) -> str | None:
+        """The simulated cluster's id."""
+        self._check_open()
+        return f"simulated-{self._cluster.seed}"
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """Not simulated: raises ``NotImplementedError``."""
+        raise NotImplementedError("FakeConsumer.list_topics() is not simulated")
+
+    def offsets_for_times(
+        self, partitions: list[KafkaTopicPartition], timeout: float = -1
+    ) -> list[KafkaTopicPartition]:
+        """Not simulated: raises ``NotImplementedError``."""
+        raise NotImplementedError("FakeConsumer.offsets_for_times() is not simulated")
+
+    # --- assignment calls from rebalance callbacks -------------------------------------------
+
+    def incremental_assign(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Inside ``on_assign``: start these partitions at the offsets given (if any)."""
+        self._check_assignment_call("incremental_assign")
+        overrides = self._server.assign_overrides
+        if overrides is None:
+            return
+        for tp in partitions:
+            if tp.offset >= 0 or tp.offset in (-2, -1):
+                overrides[(tp.topic, tp.partition)] = tp.offset
+
+    def assign(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Inside ``on_assign``: as :meth:`incremental_assign`."""
+        self.incremental_assign(partitions)
+
+    def incremental_unassign(self, partitions: list[KafkaTopicPartition]) -> None:
+        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
+        self._check_assignment_call("incremental_unassign")
+
+    def unassign(self) -> None:
+        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
+        self._check_assignment_call("unassign")
+
+    def memberid(self) -> str | None:
+        """The member id (client-generated), or None before subscribing."""
+        return None if self.runtime is None else self.runtime.member_id
+
+    # --- close ----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Commit (with auto-commit), run on_revoke, leave the group."""
+        if self._closed:
+            return
+        self._check_not_in_callback("close")
+        try:
+            runtime = self.runtime
+            if runtime is not None and not runtime.finished:
+                self._offsets.report_consumed(self._server.owned)
+                self._to_background.put(CloseRequested())
+                deadline_ms = self._now_ms() + self._config.max_poll_interval_ms
+                while not self._server.shut_down:
+                    try:
+                        self._server.serve()
+                    except ConsumerKafkaException:
+                        if self._server.fatal_error is not None:
+                            break
+                    if self._server.shut_down or self._now_ms() >= deadline_ms:
+                        break
+                    self._cluster.run_due()
+                    if not self._server.pending():
+                        if runtime.finished:
+                            break
+                        self._advance_towards(deadline_ms)
+        finally:
+            self._closed = True
+            self._dataplane.unassign(list(self._dataplane.assigned))
+
+    def __enter__(self) -> FakeConsumer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # --- simulation controls ----------------------------------------------------------------
+
+    def crash(self) -> None:
+        """Die at once, as a killed process: no commit, no callback, no leave heartbeat."""
+        if self.runtime is not None:
+            self.runtime.crash()
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        """True after ``close()`` or :meth:`crash`."""
+        return self._closed
+
+    # --- internals ------------------------------------------------------------------------------
+
+    def _now_ms(self) -> int:
+        return self._cluster.clock.now_ms
+
+    def _ensure_runtime(self) -> SimRuntime:
+        runtime = self.runtime
+        if runtime is not None:
+            if runtime.finished and runtime.failure is not None:
+                self._server.raise_pending()
+            return runtime
+        group_id = self._config.group_id
+        runtime = SimRuntime(
+            self.name,
+            member_config(self._config),
+            self._seed,
+            self._cluster.group(group_id),
+            lambda: self._cluster.coordinator_id,
+            self._now_ms,
+            self._to_background,
+            self._to_application,
+            on_state=self._cluster.state_changed,
+            on_committed=self._cluster.committed,
+        )
+        self.runtime = runtime
+        return runtime
+
+    def _enter_poll(self) -> None:
+        self._check_open()
+        if self._server.in_callback:
+            raise CallbackMisuseError(
+                "poll()/consume() may not be called from inside a rebalance callback"
+            )
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ConsumerClosedError("the consumer is closed")
+
+    def _check_assignment_call(self, method: str) -> None:
+        self._check_open()
+        if not self._server.in_callback:
+            raise kafka_exception(
+                KafkaError._STATE,
+                f"{method}() outside a rebalance callback: manual assignment is not supported, "
+                "partitions come from the consumer group (use subscribe())",
+            )
+
+    def _check_not_in_callback(self, method: str) -> None:
+        if self._server.in_callback:
+            raise CallbackMisuseError(f"{method}() may not be called from a rebalance callback")
