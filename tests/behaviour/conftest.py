@@ -12,6 +12,7 @@ from tests.behaviour.backends import Backend, FakeBackend, RealBackend
 
 BACKENDS = [
     pytest.param("real", marks=pytest.mark.integration, id="real"),
+    pytest.param("fake", id="fake"),
 ]
 
 
