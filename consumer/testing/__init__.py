@@ -15,6 +15,7 @@ from consumer.testing.real import (
 from consumer.testing.sim import CoordinatorSim, GroupHarness, ManualClock
 from consumer.testing.sim.cluster import CallbackCall, SimCluster
 from consumer.testing.sim.fake_consumer import FakeConsumer
+from consumer.testing.sim.group import GroupSim, SimResult, SimulationError
 from consumer.testing.timeline import Timeline
 
 __all__ = [
@@ -33,4 +34,7 @@ __all__ = [
     "CallbackCall",
     "FakeConsumer",
     "SimCluster",
+    "GroupSim",
+    "SimResult",
+    "SimulationError",
 ]

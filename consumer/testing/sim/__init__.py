@@ -5,6 +5,7 @@ run every time.
 """
 
 from consumer.testing.sim.autopilot import Autopilot, answer_pending
+from consumer.testing.sim.case_studies import CASE_STUDIES, CaseStudy, case_study
 from consumer.testing.sim.clock import ManualClock
 from consumer.testing.sim.cluster import CallbackCall, SimCluster
 from consumer.testing.sim.coordinator import CoordinatorSim, HeartbeatResponse
@@ -32,4 +33,7 @@ __all__ = [
     "SimulationError",
     "Step",
     "verdict",
+    "CASE_STUDIES",
+    "CaseStudy",
+    "case_study",
 ]

@@ -18,7 +18,7 @@ and every application callback to :attr:`SimCluster.callbacks`.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -214,6 +214,22 @@ class SimCluster:
                 return
             due = self.next_due_ms()
             self.clock.advance_to(end_ms if due is None else min(max(due, now + 1), end_ms))
+
+    def step_towards(self, deadline_ms: int) -> None:
+        """Move the clock to the next instant anything is due, but not past ``deadline_ms``."""
+        now = self.clock.now_ms
+        due = self.next_due_ms()
+        self.advance_to(deadline_ms if due is None else min(max(due, now + 1), deadline_ms))
+
+    def run_until(self, done: Callable[[], bool], deadline_ms: int) -> bool:
+        """Run due work, moving time, until ``done()`` or ``deadline_ms``; returns ``done()``."""
+        while True:
+            self.run_due()
+            if done():
+                return True
+            if self.clock.now_ms >= deadline_ms:
+                return False
+            self.step_towards(deadline_ms)
 
     def advance(self, ms: int) -> None:
         """Move the clock ``ms`` forward (see :meth:`advance_to`)."""

@@ -385,8 +385,15 @@ class CoordinatorSim:
         return {tp: code for tp in request.offsets}
 
     def fetch(self, request: FetchCommittedOffsets) -> tuple[dict[TopicPartition, int | None], int]:
-        """OffsetFetch: the committed offsets and a request-level error code."""
-        code = self._offset_request_error(request.member_id, request.member_epoch)
+        """OffsetFetch: the committed offsets and a request-level error code.
+
+        A fetch without member id and epoch (an admin client, or a consumer not yet in the
+        group) is always accepted, as the broker does; otherwise the member and epoch must match.
+        """
+        if request.member_id is None and request.member_epoch < 0:
+            code: int = ErrorCode.NONE
+        else:
+            code = self._offset_request_error(request.member_id, request.member_epoch)
         if code != ErrorCode.NONE:
             return {}, code
         return {tp: self.committed.get(tp) for tp in request.partitions}, 0

@@ -46,15 +46,12 @@ from consumer._client.errors import (
 from consumer._client.offsets import OffsetBook
 from consumer._client.settings import check_callbacks, member_config, subscription_event
 from consumer.config import ConsumerConfig, parse_config
-from consumer.errors import error_for_code
 from consumer.member import (
     AppPolled,
     CloseRequested,
     CommitRequested,
-    FetchCommittedOffsets,
     MemberState,
     ReportCommitResult,
-    TopicPartition,
     Unsubscribed,
 )
 from consumer.testing.sim.app_side import (
@@ -64,7 +61,9 @@ from consumer.testing.sim.app_side import (
     recorded_on_commit,
 )
 from consumer.testing.sim.cluster import INFINITE_POLL_LIMIT_MS, SimCluster
+from consumer.testing.sim.committed import fetch_committed
 from consumer.testing.sim.dataplane import SimDataPlane
+from consumer.testing.sim.fetch_control import FetchControl
 from consumer.testing.sim.runtime import SimRuntime
 
 __all__ = ["FakeConsumer"]
@@ -74,7 +73,7 @@ _STALE_MEMBER_EPOCH = 113
 _OFFSET_INVALID = -1001
 
 
-class FakeConsumer:
+class FakeConsumer(FetchControl):
     """A :class:`consumer.Consumer` on a simulated cluster (see the module docstring).
 
     Build one with :meth:`SimCluster.consumer`. ``config`` is the real consumer's configuration,
@@ -238,16 +237,8 @@ class FakeConsumer:
         now = self._now_ms()
         if not self._cluster.poll_advances_clock or now >= deadline_ms:
             return False
-        self._advance_towards(deadline_ms)
+        self._cluster.step_towards(deadline_ms)
         return True
-
-    def _advance_towards(self, deadline_ms: int) -> None:
-        """Move the clock to the next instant something is due, at most to ``deadline_ms``."""
-        now = self._now_ms()
-        due = self._cluster.next_due_ms()
-        self._cluster.advance_to(
-            deadline_ms if due is None else min(max(due, now + 1), deadline_ms)
-        )
 
     # --- offsets --------------------------------------------------------------------------------
 
@@ -291,14 +282,10 @@ class FakeConsumer:
             self._config.max_poll_interval_ms, self._last_poll_ms, self._now_ms()
         )
         self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
-        deadline_ms = self._now_ms() + timeout_ms + 1
-        while token not in runtime.reported_tokens:
-            self._cluster.run_due()
-            if token in runtime.reported_tokens or runtime.finished:
-                break
-            if self._now_ms() >= deadline_ms:
-                break
-            self._advance_towards(deadline_ms)
+        self._cluster.run_until(
+            lambda: token in runtime.reported_tokens or runtime.finished,
+            self._now_ms() + timeout_ms + 1,
+        )
         if token not in runtime.reported_tokens or not server.take_commit_result(token, 1.0):
             server.commit_waiters.pop(token, None)
             raise kafka_exception(
@@ -322,43 +309,10 @@ class FakeConsumer:
     ) -> list[KafkaTopicPartition]:
         """The committed offsets of ``partitions`` (OffsetFetch with the member epoch)."""
         self._check_open()
-        wanted = tuple(TopicPartition(tp.topic, tp.partition) for tp in partitions)
-        timeout_ms = 60_000 if timeout is None or timeout < 0 else int(timeout * 1000)
-        deadline_ms = self._now_ms() + timeout_ms
-        backoff_ms = self._config.retry_backoff_ms
-        coordinator = self._cluster.group(self._config.group_id)
-        while True:
-            runtime = self.runtime
-            epoch = 0 if runtime is None else runtime.member_epoch
-            offsets, code = coordinator.fetch(
-                FetchCommittedOffsets(
-                    request_id=0,
-                    group_id=self._config.group_id,
-                    member_id=runtime.member_id if runtime is not None and epoch > 0 else None,
-                    member_epoch=epoch if epoch > 0 else -1,
-                    partitions=wanted,
-                )
-            )
-            if runtime is not None and runtime.faults.cut(self._now_ms()):
-                code = 13  # NETWORK_EXCEPTION: the request did not get through
-            if not code:
-                break
-            error = error_for_code(code)
-            if not (error.retriable or code == _STALE_MEMBER_EPOCH):
-                raise error
-            if self._now_ms() + backoff_ms > deadline_ms:
-                raise error
-            self._cluster.advance(backoff_ms)
-            backoff_ms = min(self._config.retry_backoff_max_ms, backoff_ms * 2)
-        result = []
-        for tp in wanted:
-            offset = offsets.get(tp)
-            result.append(
-                KafkaTopicPartition(
-                    tp.topic, tp.partition, _OFFSET_INVALID if offset is None else offset
-                )
-            )
-        return result
+        backoff_ms = (self._config.retry_backoff_ms, self._config.retry_backoff_max_ms)
+        return fetch_committed(
+            self._cluster, self._config.group_id, self.runtime, partitions, timeout, backoff_ms
+        )
 
     def position(self, partitions: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
         """The offset of the next record to return, per partition (OFFSET_INVALID if unknown)."""
@@ -373,67 +327,6 @@ class FakeConsumer:
         return [KafkaTopicPartition(tp.topic, tp.partition) for tp in sorted(self._server.owned)]
 
     # --- fetch control --------------------------------------------------------------------------
-
-    def pause(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Stop returning records of these partitions until ``resume()``."""
-        self._check_open()
-        self._dataplane.pause(partitions)
-
-    def resume(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Resume paused partitions."""
-        self._check_open()
-        self._dataplane.resume(partitions)
-
-    def seek(self, partition: KafkaTopicPartition) -> None:
-        """Move the fetch position of an owned partition."""
-        self._check_open()
-        self._dataplane.seek(partition)
-
-    def get_watermark_offsets(
-        self, partition: KafkaTopicPartition, timeout: float | None = -1, cached: bool = False
-    ) -> tuple[int, int] | None:
-        """Low and high watermark offsets of a partition."""
-        self._check_open()
-        return self._dataplane.watermarks(partition.topic, partition.partition)
-
-    def cluster_id(self, timeout: float = -1) -> str | None:
-        """The simulated cluster's id."""
-        self._check_open()
-        return f"simulated-{self._cluster.seed}"
-
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
-        """Not simulated: raises ``NotImplementedError``."""
-        raise NotImplementedError("FakeConsumer.list_topics() is not simulated")
-
-    def offsets_for_times(
-        self, partitions: list[KafkaTopicPartition], timeout: float = -1
-    ) -> list[KafkaTopicPartition]:
-        """Not simulated: raises ``NotImplementedError``."""
-        raise NotImplementedError("FakeConsumer.offsets_for_times() is not simulated")
-
-    # --- assignment calls from rebalance callbacks -------------------------------------------
-
-    def incremental_assign(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Inside ``on_assign``: start these partitions at the offsets given (if any)."""
-        self._check_assignment_call("incremental_assign")
-        overrides = self._server.assign_overrides
-        if overrides is None:
-            return
-        for tp in partitions:
-            if tp.offset >= 0 or tp.offset in (-2, -1):
-                overrides[(tp.topic, tp.partition)] = tp.offset
-
-    def assign(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Inside ``on_assign``: as :meth:`incremental_assign`."""
-        self.incremental_assign(partitions)
-
-    def incremental_unassign(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
-        self._check_assignment_call("incremental_unassign")
-
-    def unassign(self) -> None:
-        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
-        self._check_assignment_call("unassign")
 
     def memberid(self) -> str | None:
         """The member id (client-generated), or None before subscribing."""
@@ -464,7 +357,7 @@ class FakeConsumer:
                     if not self._server.pending():
                         if runtime.finished:
                             break
-                        self._advance_towards(deadline_ms)
+                        self._cluster.step_towards(deadline_ms)
         finally:
             self._closed = True
             self._dataplane.unassign(list(self._dataplane.assigned))
@@ -530,15 +423,6 @@ class FakeConsumer:
     def _check_open(self) -> None:
         if self._closed:
             raise ConsumerClosedError("the consumer is closed")
-
-    def _check_assignment_call(self, method: str) -> None:
-        self._check_open()
-        if not self._server.in_callback:
-            raise kafka_exception(
-                KafkaError._STATE,
-                f"{method}() outside a rebalance callback: manual assignment is not supported, "
-                "partitions come from the consumer group (use subscribe())",
-            )
 
     def _check_not_in_callback(self, method: str) -> None:
         if self._server.in_callback:

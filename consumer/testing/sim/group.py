@@ -102,8 +102,10 @@ class GroupSim:
             unless :meth:`join` names others.
         seed: drives every random choice (same seed and scenario: same timeline, byte for byte).
         listener: makes each member's listener object; its ``on_assign`` / ``on_revoke`` /
-            ``on_lost`` / ``on_commit`` attributes (those it has) are the member's callbacks.
-        loop: the application's poll-loop body (default: poll until nothing is ready).
+            ``on_lost`` / ``on_commit`` attributes (those it has) are the member's callbacks, and
+            its ``loop(consumer)`` method, if any, the member's poll-loop body.
+        loop: the application's poll-loop body for members whose listener has none (default:
+            poll until nothing is ready).
         config: consumer configuration for every member (``group.id`` defaults to ``group``,
             ``auto.offset.reset`` to ``earliest``).
         tick_ms: simulated time between two rounds of loop calls.
@@ -179,7 +181,9 @@ class GroupSim:
         callbacks = {kind: getattr(listener, kind, None) for kind in _CALLBACKS}
         fake.subscribe(list(topics) if topics is not None else sorted(self.cluster.topics.logs),
                        **callbacks)  # fmt: skip
-        self.members[name] = _Member(fake, loop or self.loop, listener)
+        listener_loop = getattr(listener, "loop", None)
+        chosen_loop = loop or (listener_loop if callable(listener_loop) else None) or self.loop
+        self.members[name] = _Member(fake, chosen_loop, listener)
         return fake
 
     def leave(self, name: str) -> None:
@@ -216,7 +220,8 @@ class GroupSim:
         member = self._member(name)
         start = self.now_ms
         member.stalled_until_ms = start + poll_ms
-        self.cluster.timeline.fault("pause", member.consumer.name, start, start + poll_ms)
+        # Not an isolating fault: the member's heartbeats go on while its application stalls.
+        self.cluster.timeline.fault("stall", member.consumer.name, start, start + poll_ms)
         self.wait(poll_ms)
 
     def network_cut(self, name: str, ms: int) -> None:

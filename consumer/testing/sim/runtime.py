@@ -136,6 +136,11 @@ class SimRuntime:
         """The member epoch (0 outside the group)."""
         return self.member.member_epoch
 
+    @property
+    def known_coordinator(self) -> int | None:
+        """The coordinator's broker id as this member last looked it up (None: not yet)."""
+        return self._known_coordinator
+
     def crash(self) -> None:
         """Stop dead: no more requests, nothing handed to the application any more."""
         self.crashed = True

@@ -129,6 +129,17 @@ def test_commit_sync_returns_partitions_and_committed_reads_them_back() -> None:
     ]
 
 
+def test_committed_works_before_joining_while_others_are_in_the_group() -> None:
+    cluster = cluster_with(records=3)
+    member = cluster.consumer(config(**{"enable.auto.commit": False}))
+    member.subscribe([TOPIC])
+    drain(member, polls=5, timeout=0.2)
+    member.commit(asynchronous=False)
+    outsider = cluster.consumer(config())
+    offsets = outsider.committed([KafkaTopicPartition(TOPIC, p) for p in range(3)])
+    assert [tp.offset for tp in offsets] == [1, 1, 1]
+
+
 def test_async_commit_result_goes_to_on_commit_from_a_later_poll() -> None:
     cluster = cluster_with(records=3)
     results: list[tuple[KafkaError | None, list[tuple[str, int]]]] = []
@@ -167,6 +178,21 @@ def test_commit_errors_are_the_real_consumers() -> None:
     with pytest.raises(KafkaException) as refused:
         fake.commit(offsets=[KafkaTopicPartition(TOPIC, 0, 1)], asynchronous=False)
     assert refused.value.args[0].code() == 12
+
+
+def test_a_stale_member_epoch_fails_the_sync_commit_with_that_code() -> None:
+    cluster = cluster_with(partitions=1, records=3)
+    fake = cluster.consumer(config(**{"enable.auto.commit": False}))
+    fake.subscribe([TOPIC])
+    drain(fake, polls=5, timeout=0.2)
+    assert fake.runtime is not None
+    fake.runtime.faults.commit_errors.append(113)  # STALE_MEMBER_EPOCH
+    with pytest.raises(KafkaException) as stale:
+        fake.commit(asynchronous=False)
+    assert stale.value.args[0].code() == 113
+    result = fake.commit(asynchronous=False)  # the next one goes through
+    assert result is not None
+    assert [(tp.partition, tp.offset) for tp in result] == [(0, 3)]
 
 
 def test_no_offsets_to_commit_raises_no_offset() -> None:

@@ -111,6 +111,7 @@ def test_stall_past_max_poll_interval_leads_to_on_lost_and_a_rejoin() -> None:
     after = listener(sim, "a").events[len(before) :]
     assert after[0] == ("lost", owned_before(before))
     assert any(s.member == "a" and s.state == "STALE" for s in _states(result.timeline))
+    assert any(isinstance(e, Fault) and e.kind == "stall" for e in result.timeline.events())
     assert result.ok, result.report.summary()
     assert len(owned(sim, "a")) == 3
 
@@ -161,7 +162,7 @@ def test_coordinator_moved_members_find_it_again_and_keep_their_partitions() -> 
     for name in "ab":
         runtime = sim.consumer(name).runtime
         assert runtime is not None
-        assert runtime._known_coordinator == 2
+        assert runtime.known_coordinator == 2
 
 
 def test_add_partitions_assigns_the_new_ones() -> None:
