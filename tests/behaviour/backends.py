@@ -35,13 +35,21 @@ __all__ = [
     "Member",
     "Ownership",
     "RealBackend",
+    "config",
+    "keys_of",
+    "partitions_of",
+    "poll_for",
     "poll_until",
+    "subscribed",
+    "wait_assigned",
 ]
 
 #: The timeout of one ``poll()`` while waiting for a condition.
 POLL_SLICE_S = 0.05
-#: Default bound, in seconds of poll time, for a condition to come true.
+#: Default bound, in seconds of idle polling, for a condition to come true.
 DEFAULT_BOUND_S = 30.0
+#: How many polls in all :func:`poll_until` allows per idle poll of its bound.
+BUSY_POLL_FACTOR = 50
 
 Key = tuple[str, int]
 Headers = list[tuple[str, bytes]]
@@ -224,6 +232,8 @@ class Member:
         self.records: list[Message] = []
         self.errors: list[KafkaError] = []
         self.owned: set[Key] = set()
+        #: Records returned from a partition the member did not own (by its callbacks) then.
+        self.unowned_records: list[tuple[str, int, int]] = []
         self._in_poll = False
 
     # --- callbacks ------------------------------------------------------------------------------
@@ -271,6 +281,9 @@ class Member:
             self.errors.append(error)
             return None
         self.records.append(message)
+        topic, partition = message.topic() or "", message.partition() or 0
+        if (topic, partition) not in self.owned:
+            self.unowned_records.append((topic, partition, message.offset() or 0))
         return message
 
     def assignment(self) -> set[Key]:
@@ -294,17 +307,29 @@ def poll_until(
     bound_s: float = DEFAULT_BOUND_S,
     details: Callable[[], str] | None = None,
 ) -> None:
-    """Poll every member in turn until ``condition()`` holds, for at most ``bound_s`` of polls."""
-    rounds = max(1, int(bound_s / POLL_SLICE_S / len(members)))
-    for _ in range(rounds):
+    """Poll every member in turn until ``condition()`` holds.
+
+    The bound is ``bound_s`` of idle polling: only polls that returned nothing count, as each
+    of them waited ``POLL_SLICE_S`` (wall time on the real broker, simulated time on the fake,
+    where a poll that returns a record takes no time at all). At most ``BUSY_POLL_FACTOR``
+    times as many polls run in all, so a stream of records cannot keep the loop going forever.
+    """
+    idle_budget = max(1, int(bound_s / POLL_SLICE_S))
+    idle = total = 0
+    while idle < idle_budget and total < idle_budget * BUSY_POLL_FACTOR:
         if condition():
             return
         for member in members:
-            member.poll_once()
+            total += 1
+            if member.poll_once() is None:
+                idle += 1
     if condition():
         return
     extra = f"\n{details()}" if details is not None else ""
-    raise AssertionError(f"{what} did not happen within {bound_s:.0f} s of polling{extra}")
+    raise AssertionError(
+        f"{what} did not happen within {bound_s:.0f} s of polling "
+        f"({total} polls, {idle} of them idle){extra}"
+    )
 
 
 def poll_for(members: Sequence[Member], duration_s: float) -> None:
@@ -312,3 +337,43 @@ def poll_for(members: Sequence[Member], duration_s: float) -> None:
     for _ in range(max(1, int(duration_s / POLL_SLICE_S / len(members)))):
         for member in members:
             member.poll_once()
+
+
+# --- shared steps of the behaviour tests ---------------------------------------------------
+
+
+def config(backend: Backend, group: str | None = None, **extra: Any) -> dict[str, Any]:
+    """A consumer configuration: a new group (unless given), earliest reset, ``extra``."""
+    return {
+        "group.id": group or backend.unique("group"),
+        "auto.offset.reset": "earliest",
+        **extra,
+    }
+
+
+def subscribed(
+    backend: Backend,
+    topic: str,
+    name: str = "m1",
+    ownership: Ownership | None = None,
+    **config_extra: Any,
+) -> Member:
+    """A :class:`Member` on a new consumer, subscribed to ``topic`` (not yet polled)."""
+    member = Member(name, backend.consumer(config(backend, **config_extra)), ownership)
+    member.subscribe([topic])
+    return member
+
+
+def partitions_of(topic: str, count: int) -> set[Key]:
+    """Every partition of ``topic``, as keys."""
+    return {(topic, p) for p in range(count)}
+
+
+def wait_assigned(member: Member, expected: set[Key]) -> None:
+    """Poll ``member`` until its callbacks and ``assignment()`` both say it owns ``expected``."""
+    poll_until(
+        [member],
+        lambda: member.owned == expected and member.assignment() == expected,
+        f"{member.name} owning {sorted(expected)}",
+        details=lambda: f"owned {sorted(member.owned)}, callbacks {member.callbacks}",
+    )

@@ -1,5 +1,8 @@
-"""What an application relies on from a consumer, checked identically on the real ``Consumer``
-(against the session broker) and on ``FakeConsumer`` (on a ``SimCluster``).
+"""What an application relies on from one consumer, checked identically on the real
+``Consumer`` (against the session broker) and on ``FakeConsumer`` (on a ``SimCluster``):
+callbacks inside ``poll()``, records and their fields, offset resets, commits, ``position()``,
+``store_offsets()``, pause/resume, seek and errors. Group changes are in
+``test_group_behaviour.py``.
 
 Each test runs once per backend (``[real]`` and ``[fake]``, see ``conftest.py``). The fake must
 behave as our real Consumer does; where that differs from ``confluent_kafka.Consumer``'s
@@ -19,50 +22,19 @@ from tests.behaviour.backends import (
     DEFAULT_BOUND_S,
     POLL_SLICE_S,
     Backend,
-    Key,
     Member,
-    Ownership,
+    config,
+    partitions_of,
     poll_for,
     poll_until,
+    subscribed,
+    wait_assigned,
 )
 
 pytestmark = pytest.mark.timeout(180)
 
 #: OFFSET_INVALID: ``position()`` of a partition nothing was returned from yet.
 OFFSET_INVALID = -1001
-
-
-def config(backend: Backend, group: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {
-        "group.id": group or backend.unique("group"),
-        "auto.offset.reset": "earliest",
-        **extra,
-    }
-
-
-def subscribed(
-    backend: Backend,
-    topic: str,
-    name: str = "m1",
-    ownership: Ownership | None = None,
-    **config_extra: Any,
-) -> Member:
-    member = Member(name, backend.consumer(config(backend, **config_extra)), ownership)
-    member.subscribe([topic])
-    return member
-
-
-def partitions_of(topic: str, count: int) -> set[Key]:
-    return {(topic, p) for p in range(count)}
-
-
-def wait_assigned(member: Member, expected: set[Key]) -> None:
-    poll_until(
-        [member],
-        lambda: member.owned == expected and member.assignment() == expected,
-        f"{member.name} owning {sorted(expected)}",
-        details=lambda: f"owned {sorted(member.owned)}, callbacks {member.callbacks}",
-    )
 
 
 def produce_numbered(backend: Backend, topic: str, count: int, partition: int = 0) -> None:
@@ -301,95 +273,6 @@ def test_seek_delivers_again_from_the_offset(backend: Backend) -> None:
 
     assert offsets(member) == [0, 1, 2, 3, 4, 1, 2, 3, 4]
     assert member.values()[5:] == [b"1", b"2", b"3", b"4"]
-
-
-# --- group membership -------------------------------------------------------------------------
-
-
-def two_balanced_members(backend: Backend, partitions: int = 4) -> tuple[Member, Member, str]:
-    """m1 alone owns every partition, then m2 joins and the group settles two and two."""
-    topic = backend.create_topic(partitions)
-    everything = partitions_of(topic, partitions)
-    ownership = Ownership()
-    group = backend.unique("group")
-    m1 = Member("m1", backend.consumer(config(backend, group)), ownership)
-    m1.subscribe([topic])
-    wait_assigned(m1, everything)
-    m2 = Member("m2", backend.consumer(config(backend, group)), ownership)
-    m2.subscribe([topic])
-    half = partitions // 2
-
-    def balanced() -> bool:
-        return (
-            len(m1.owned) == half
-            and len(m2.owned) == half
-            and m1.owned | m2.owned == everything
-            and m1.assignment() == m1.owned
-            and m2.assignment() == m2.owned
-        )
-
-    poll_until(
-        [m1, m2],
-        balanced,
-        "the group to settle two and two",
-        details=lambda: f"m1 {m1.callbacks}\nm2 {m2.callbacks}",
-    )
-    return m1, m2, topic
-
-
-def test_second_member_joining_moves_partitions_incrementally(backend: Backend) -> None:
-    m1, m2, topic = two_balanced_members(backend)
-    everything = partitions_of(topic, 4)
-
-    assert m1.ownership.violations == []
-    assert m1.owned.isdisjoint(m2.owned)
-    assert m1.owned | m2.owned == everything
-    # Incremental: m1 gives up only what moves and is never re-assigned what it keeps.
-    assert m1.calls("assign") == [everything]
-    revoked = set().union(*m1.calls("revoke"))
-    assert revoked == m2.owned
-    assert set().union(*m2.calls("assign")) == m2.owned
-    assert m2.calls("revoke") == []
-    assert all(c.inside_poll for c in m1.callbacks + m2.callbacks)
-
-
-def test_close_leaves_and_the_other_member_gets_everything(backend: Backend) -> None:
-    m1, m2, topic = two_balanced_members(backend)
-    everything = partitions_of(topic, 4)
-    leaving = set(m2.owned)
-
-    m2.close()
-
-    assert m2.calls("revoke")[-1] == leaving, "close() runs on_revoke for what it owned"
-    assert m2.owned == set()
-    wait_assigned(m1, everything)
-    assert m1.ownership.violations == []
-    for partition in range(4):
-        backend.produce(topic, b"after-close", partition=partition)
-    poll_until([m1], lambda: len(m1.records) >= 4, "records of every partition on m1")
-    assert {m.partition() for m in m1.records} == set(range(4))
-
-
-def test_unsubscribe_revokes_everything_and_stops_delivery(backend: Backend) -> None:
-    m1, m2, topic = two_balanced_members(backend)
-    everything = partitions_of(topic, 4)
-    leaving = set(m2.owned)
-
-    m2.consumer.unsubscribe()
-    poll_until(
-        [m1, m2],
-        lambda: m2.assignment() == set() and m1.assignment() == everything,
-        "m2 to hand everything to m1",
-        details=lambda: f"m1 {m1.callbacks}\nm2 {m2.callbacks}",
-    )
-
-    assert m2.calls("revoke")[-1] == leaving
-    assert m2.owned == set()
-    assert m1.ownership.violations == []
-    for partition in range(4):
-        backend.produce(topic, b"after-unsubscribe", partition=partition)
-    poll_until([m1, m2], lambda: len(m1.records) >= 4, "records of every partition on m1")
-    assert m2.records == [], "an unsubscribed member returned records"
 
 
 # --- errors -----------------------------------------------------------------------------------
