@@ -234,6 +234,8 @@ class Member:
         self.owned: set[Key] = set()
         #: Records returned from a partition the member did not own (by its callbacks) then.
         self.unowned_records: list[tuple[str, int, int]] = []
+        #: The application's own work in ``on_revoke`` (while the partitions are still owned).
+        self.before_revoke: Callable[[Any, list[TopicPartition]], None] | None = None
         self._in_poll = False
 
     # --- callbacks ------------------------------------------------------------------------------
@@ -243,8 +245,10 @@ class Member:
         self.owned |= keys_of(partitions)
         self.ownership.changed(self.name, self.owned)
 
-    def on_revoke(self, _consumer: Any, partitions: list[TopicPartition]) -> None:
+    def on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         self._callback("revoke", partitions)
+        if self.before_revoke is not None:
+            self.before_revoke(consumer, partitions)
         self.owned -= keys_of(partitions)
         self.ownership.changed(self.name, self.owned)
 

@@ -106,6 +106,20 @@ def test_records_arrive_in_offset_order_with_their_fields(backend: Backend) -> N
         assert [ms for _k, ms in stamps] == sorted(ms for _k, ms in stamps)
 
 
+def test_a_record_without_key_value_or_headers_reads_back_as_none(backend: Backend) -> None:
+    topic = backend.create_topic(1)
+    backend.produce(topic, None, partition=0)
+    backend.produce(topic, b"", key=b"", partition=0, headers=[])
+    member = subscribed(backend, topic)
+
+    poll_until([member], lambda: len(member.records) >= 2, "2 records")
+
+    tombstone, empty = member.records
+    assert (tombstone.key(), tombstone.value(), tombstone.headers()) == (None, None, None)
+    assert (empty.key(), empty.value()) == (b"", b"")
+    assert empty.headers() is None, "no headers read back as None, not []"
+
+
 def test_consume_returns_records_in_offset_order(backend: Backend) -> None:
     topic = backend.create_topic(1)
     produce_numbered(backend, topic, 5)
@@ -201,6 +215,27 @@ def test_commit_then_committed(backend: Backend, how: str) -> None:
     else:
         assert reports == [], "on_commit ran inside a synchronous commit()"
     assert committed_offset(member, topic) == expected
+
+
+def test_a_new_member_of_the_group_starts_at_the_committed_offset(backend: Backend) -> None:
+    topic = backend.create_topic(1)
+    produce_numbered(backend, topic, 5)
+    group = backend.unique("group")
+    first = Member(
+        "first", backend.consumer(config(backend, group, **{"enable.auto.commit": False}))
+    )
+    first.subscribe([topic])
+    poll_until([first], lambda: len(first.records) >= 5, "5 records")
+    first.consumer.commit(offsets=[TopicPartition(topic, 0, 3)], asynchronous=False)
+    first.close()
+
+    second = Member("second", backend.consumer(config(backend, group)))
+    second.subscribe([topic])
+    poll_until([second], lambda: len(second.records) >= 2, "the records after the commit")
+    poll_for([second], 0.5)
+
+    # Not from auto.offset.reset=earliest (offset 0): from the group's committed offset.
+    assert offsets(second) == [3, 4]
 
 
 def test_position_is_the_next_offset_to_return(backend: Backend) -> None:
