@@ -2,7 +2,9 @@
 
 :func:`consumer.testing.invariants.check` finds partitions owned twice at once (so a partition
 assigned before its previous owner revoked it), commits going backwards, lost records and
-unexplained duplicates. A simulation also knows exactly when each member owned what, so it adds:
+unexplained duplicates. A member that went STALE (its application missed ``max.poll.interval.ms``)
+lost its membership and its uncommitted work exactly as a fenced one does, so the checker is told
+so. A simulation also knows exactly when each member owned what, so it adds:
 
 * ``commit_by_non_owner``: a commit the coordinator accepted from a member that did not own the
   partition then (with KIP-848 the broker accepts any current member's commit at its epoch: a
@@ -17,7 +19,14 @@ from collections import defaultdict
 
 from consumer.testing.invariants import CheckReport, check
 from consumer.testing.timeline import Timeline
-from consumer.testing.timeline_events import Commit, Ownership, Processed
+from consumer.testing.timeline_events import (
+    FENCE,
+    Commit,
+    Fault,
+    Ownership,
+    Processed,
+    StateChange,
+)
 
 __all__ = ["COMMIT_BY_NON_OWNER", "RECORD_AFTER_RELEASE", "verdict"]
 
@@ -30,7 +39,12 @@ _Key = tuple[str, str, int]  # member, topic, partition
 def verdict(timeline: Timeline, session_timeout_ms: int | None = None) -> CheckReport:
     """Check a simulated run's timeline (see the module docstring)."""
     events = timeline.events()
-    report = check(events, session_timeout_ms=session_timeout_ms)
+    went_stale = [
+        Fault(FENCE, event.member, event.at_ms, event.at_ms)
+        for event in events
+        if isinstance(event, StateChange) and event.state == "STALE"
+    ]
+    report = check([*events, *went_stale], session_timeout_ms=session_timeout_ms)
     spans: dict[_Key, list[tuple[int, float]]] = defaultdict(list)
     for event in events:
         if isinstance(event, Ownership):

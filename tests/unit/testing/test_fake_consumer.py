@@ -389,3 +389,19 @@ def test_same_seed_same_member_ids_and_timeline() -> None:
 
     assert run(5) == run(5)
     assert run(5)[0] != run(6)[0]
+
+
+def test_regex_subscription_then_unsubscribe_then_subscribe_again() -> None:
+    cluster = cluster_with(partitions=2)
+    cluster.create_topic("other", 1)
+    fake = cluster.consumer(config())
+    fake.subscribe(["^ord.*"])
+    drain(fake, polls=3, timeout=0.5)
+    assert names(fake.assignment()) == [(TOPIC, 0), (TOPIC, 1)]
+    fake.unsubscribe()
+    drain(fake, polls=3, timeout=0.5)
+    assert fake.assignment() == []
+    fake.subscribe(["other"])
+    drain(fake, polls=3, timeout=0.5)
+    assert names(fake.assignment()) == [("other", 0)]
+    assert fake.state == "STABLE"
