@@ -120,6 +120,18 @@ class AppThreadServer:
     _serving: threading.RLock = field(default_factory=threading.RLock)
     #: Stamps the RebalanceEvents of member listeners (a simulation passes its own clock).
     clock_ms: Callable[[], int] = wall_clock_ms
+    #: Positions of partitions whose fetching stopped before their ``on_revoke`` (dropped after
+    #: it): ``position()`` inside ``on_revoke`` still answers, as in confluent-kafka and Java.
+    stopped_positions: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    def positions(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """``position()``: the data plane's positions, else those kept for a pending revoke."""
+        wanted = list(keys)
+        known = self.dataplane.positions(wanted)
+        for key in wanted:
+            if key not in known and key in self.stopped_positions:
+                known[key] = self.stopped_positions[key]
+        return known
 
     def pending(self) -> bool:
         """True when there is something to serve (O(1))."""
@@ -199,6 +211,7 @@ class AppThreadServer:
                 self._apply(event)
             case InvokeOnRevoke(request_id=request_id, partitions=partitions):
                 error = self._run_callback(self.callbacks.on_revoke, partitions)
+                self._forget_stopped(partitions)
                 self.owned.difference_update(partitions)
                 self._tell_rebalance("revoked", partitions)
                 self.to_background.put(RevocationCompleted(request_id, error))
@@ -222,6 +235,7 @@ class AppThreadServer:
                 # Lost partitions are no longer ours even inside on_lost: committing them would
                 # be refused by the broker, so commit() refuses it first.
                 self.owned.difference_update(partitions)
+                self._forget_stopped(partitions)
                 error = self._run_callback(callback, partitions)
                 self._tell_rebalance("lost", partitions)
                 self.to_background.put(CallbackCompleted(request_id, error))
@@ -254,8 +268,14 @@ class AppThreadServer:
         # cover exactly the records already returned, so the pre-revoke commit hands the
         # partitions over without a gap and without a duplicate.
         offsets = self.consumed_offsets(partitions)
-        self.dataplane.unassign((tp.topic, tp.partition) for tp in partitions)
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self.stopped_positions.update(self.dataplane.positions(keys))
+        self.dataplane.unassign(keys)
         self.to_background.put(FetchingStopped(request_id, offsets))
+
+    def _forget_stopped(self, partitions: Iterable[TopicPartition]) -> None:
+        for tp in partitions:
+            self.stopped_positions.pop((tp.topic, tp.partition), None)
 
     def _apply(self, command: ApplyAssignment) -> None:
         """Remove revoked partitions now; add new ones after ``on_assign`` (which follows).

@@ -37,7 +37,11 @@ def offsets_named(
         topic, partition = message.topic() or "", message.partition() or 0
         chosen = {TopicPartition(topic, partition): (message.offset() or 0) + 1}
     elif offsets is not None:
-        chosen = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in offsets}
+        # As librdkafka: a logical offset (OFFSET_INVALID, OFFSET_BEGINNING, ...; all < 0) is
+        # not a position, so it is never committed (it would reset the next owner).
+        chosen = {
+            TopicPartition(tp.topic, tp.partition): tp.offset for tp in offsets if tp.offset >= 0
+        }
     else:
         chosen = dict(consumed)
     if not chosen:

@@ -271,7 +271,7 @@ class Consumer:
         """The offset of the next record to return, per partition (OFFSET_INVALID if unknown)."""
         self._check_open()
         keys = [(tp.topic, tp.partition) for tp in partitions]
-        known = self._dataplane.positions(keys)
+        known = self._server.positions(keys)
         return [KafkaTopicPartition(t, p, known.get((t, p), -1001)) for t, p in keys]
 
     def assignment(self) -> list[KafkaTopicPartition]:

@@ -192,19 +192,10 @@ def test_commit_in_on_revoke_hands_over_without_redelivery(backend: Backend) -> 
     assert m1.unowned_records == []
 
 
-def test_position_inside_on_revoke_is_the_next_offset(
-    backend: Backend, request: pytest.FixtureRequest
-) -> None:
-    """confluent-kafka's (librdkafka's) member returns the next offset here; ours returns
-    OFFSET_INVALID (-1001), on both backends: the member stops fetching (the data plane
-    unassigns) before it runs on_revoke, and position() reads the data plane."""
-    request.applymarker(
-        pytest.mark.xfail(
-            strict=True,
-            reason="Consumer.position() inside on_revoke returns OFFSET_INVALID: the data "
-            "plane is unassigned before on_revoke runs (confluent-kafka returns the position)",
-        )
-    )
+def test_position_inside_on_revoke_is_the_next_offset(backend: Backend) -> None:
+    """As confluent-kafka's (librdkafka's) member and Java's: inside on_revoke, position() is
+    the next offset of each revoked partition, although fetching stopped before the callback
+    (so committing positions there hands the partitions over without a gap)."""
     topic = backend.create_topic(2)
     for n in range(6):
         backend.produce(topic, b"before", partition=n % 2)
@@ -224,21 +215,10 @@ def test_position_inside_on_revoke_is_the_next_offset(
     assert seen == [[(moved, 3)]]
 
 
-def test_a_busy_member_still_takes_over_a_leaving_members_partitions(
-    backend: Backend, request: pytest.FixtureRequest
-) -> None:
+def test_a_busy_member_still_takes_over_a_leaving_members_partitions(backend: Backend) -> None:
     """Records for m1 arrive faster than it polls them (it always has one ready) when m2
     leaves: m1 still receives m2's partitions, as its heartbeats do not wait for the
     application to run out of records."""
-    if backend.name == "fake":
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason="FakeConsumer.poll() takes no simulated time when a record is ready, so "
-                "a member that always has a record ready never heartbeats and never learns its "
-                "new assignment; the real member heartbeats from its background thread",
-            )
-        )
     m1, m2, topic = two_balanced_members(backend)
     everything = partitions_of(topic, 4)
     kept = sorted(m1.owned)

@@ -85,6 +85,10 @@ class SimCluster:
         self.coordinator_id = 1
         #: When False, ``poll()`` never moves the clock (a :class:`GroupSim` owns time then).
         self.poll_advances_clock = True
+        #: Simulated time a ``poll()`` / ``consume()`` that returns records takes (when
+        #: ``poll_advances_clock``), so a member that always has a record ready still lets its
+        #: background work (heartbeats, reconciliation) run, as a real member's thread does.
+        self.poll_cost_ms = 1
         self._groups: dict[str, CoordinatorSim] = {}
         self._consumers: dict[str, FakeConsumer] = {}
 

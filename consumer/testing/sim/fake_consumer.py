@@ -221,6 +221,9 @@ class FakeConsumer(FetchControl):
                         self._now_ms(),
                     )
             if messages:
+                cluster = self._cluster
+                if cluster.poll_advances_clock and cluster.poll_cost_ms:
+                    cluster.advance(cluster.poll_cost_ms)
                 return messages
             if not self._wait(deadline_ms):
                 return []
@@ -329,7 +332,7 @@ class FakeConsumer(FetchControl):
         """The offset of the next record to return, per partition (OFFSET_INVALID if unknown)."""
         self._check_open()
         keys = [(tp.topic, tp.partition) for tp in partitions]
-        known = self._dataplane.positions(keys)
+        known = self._server.positions(keys)
         return [KafkaTopicPartition(t, p, known.get((t, p), _OFFSET_INVALID)) for t, p in keys]
 
     def assignment(self) -> list[KafkaTopicPartition]:

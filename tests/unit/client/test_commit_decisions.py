@@ -57,3 +57,13 @@ def test_the_first_partition_error_is_reported_with_every_partition() -> None:
     assert [(tp.partition, tp.offset) for tp in partitions] == [(0, 4), (1, 5)]
     error, _ = commit_outcome({FOO_0: 4}, ReportCommitResult(1, {}))
     assert error is None
+
+
+def test_logical_offsets_are_never_committed() -> None:
+    # position() of a partition without a position is OFFSET_INVALID (-1001): committing it
+    # would make the next owner start from auto.offset.reset, so (as librdkafka) it is dropped.
+    mixed = [KafkaTopicPartition("t", 0, -1001), KafkaTopicPartition("t", 1, 7)]
+    assert offsets_named(None, mixed, {}) == {TopicPartition("t", 1): 7}
+    with pytest.raises(KafkaException) as raised:
+        offsets_named(None, [KafkaTopicPartition("t", 0, -1001)], {})
+    assert raised.value.args[0].code() == KafkaError._NO_OFFSET
