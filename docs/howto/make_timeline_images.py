@@ -6,8 +6,7 @@
 * ``img/timeline-real.{jsonl,png}``: three real ``consumer.Consumer`` members on a local Kafka
   broker (``--bootstrap`` uses yours): m1 joins, m2 joins, m3 joins, m2 leaves.
 * ``img/timeline-sim.{jsonl,png}``: the same story plus a crash, simulated under a manual clock
-  with ``consumer.testing.sim.GroupHarness`` (no broker, no wall clock: the same picture on
-  every run).
+  with ``consumer.testing.GroupSim`` (no broker, no wall clock: the same picture on every run).
 """
 
 from __future__ import annotations
@@ -18,18 +17,9 @@ import time
 import uuid
 from pathlib import Path
 
-from consumer import Consumer, RebalanceEvent, StateTransition
-from consumer._bridge.member_events import RebalanceKind
-from consumer.member import (
-    InvokeOnAssign,
-    InvokeOnLost,
-    InvokeOnRevoke,
-    MemberConfig,
-    MemberState,
-    Unsubscribed,
-)
-from consumer.testing import GroupHarness, Timeline, TimelineRecorder, plot, record
-from consumer.testing.sim import CoordinatorSim
+from consumer import Consumer
+from consumer.testing import GroupSim, Timeline, plot, record
+from consumer.testing.sim import crash, join, leave, until_stable, wait
 
 IMAGES = Path(__file__).resolve().parent / "img"
 PARTITIONS = 6
@@ -96,84 +86,26 @@ def real_run(bootstrap: str) -> Timeline:
 # --- a simulated run ----------------------------------------------------------------------------
 
 
-class HarnessRecorder:
-    """Records a :class:`GroupHarness` run into a timeline, through the same recorder a real
-    consumer uses: after each step it turns what changed (state, epoch, callbacks run) into
-    member events. States are seen when a member settles, so passing states within one step
-    are not shown."""
-
-    def __init__(self, harness: GroupHarness, timeline: Timeline) -> None:
-        self.harness = harness
-        self.timeline = timeline
-        self._recorders: dict[str, TimelineRecorder] = {}
-        self._seen: dict[str, tuple[str, int, int]] = {}  # state, epoch, commands logged
-        harness.observers.append(lambda _: self.step())
-
-    def step(self) -> None:
-        now = self.harness.clock.now_ms
-        for name, driver in self.harness.drivers.items():
-            recorder = self._recorders.setdefault(name, TimelineRecorder(self.timeline, name))
-            member = driver.member
-            state, epoch, logged = self._seen.get(name, ("UNSUBSCRIBED", 0, 0))
-            for command in driver.log[logged:]:
-                kind = _CALLBACKS.get(type(command))
-                if kind is not None:
-                    pairs = tuple(sorted((tp.topic, tp.partition) for tp in command.partitions))
-                    recorder(RebalanceEvent(kind, pairs, member.member_id, epoch, now))
-            now_state, now_epoch = member.state.name, member.member_epoch
-            if (now_state, now_epoch) != (state, epoch):
-                recorder(
-                    StateTransition(state, now_state, member.member_id, epoch, now_epoch, None, now)
-                )
-            self._seen[name] = (now_state, now_epoch, len(driver.log))
-
-
-_CALLBACKS: dict[type, RebalanceKind] = {
-    InvokeOnAssign: "assigned",
-    InvokeOnRevoke: "revoked",
-    InvokeOnLost: "lost",
-}
-
-
 def simulated_run() -> tuple[Timeline, int]:
     """m1, m2, m3 join; m2 leaves; m1 crashes and its session expires. Returns the timeline
     and the time the run ended."""
-    sim = CoordinatorSim(heartbeat_interval_ms=1_000, session_timeout_ms=6_000)
-    sim.create_topic("orders", PARTITIONS)
-    harness = GroupHarness(sim, seed=7)
-    timeline = Timeline(clock_ms=lambda: harness.clock.now_ms)
-    HarnessRecorder(harness, timeline)
-    config = MemberConfig(group_id=sim.group_id)
-    in_group: list[str] = []
-
-    def settle() -> None:
-        def stable() -> bool:
-            members = [harness[name].member for name in in_group]
-            ids = {m.member_id for m in members}
-            return (
-                set(sim.members) == ids
-                and sim.target_epoch == sim.group_epoch
-                and all(
-                    m.state is MemberState.STABLE and m.member_epoch == sim.target_epoch
-                    for m in members
-                )
-            )
-
-        harness.run_until(stable, max_ms=30_000)
-        harness.run(2_000)  # a quiet stretch between the steps of the story
-
-    for name in ("m1", "m2", "m3"):
-        harness.add_member(name, ("orders",), config=config)
-        in_group.append(name)
-        settle()
-    harness.feed("m2", Unsubscribed())
-    in_group.remove("m2")
-    settle()
-    harness.crash("m1")
-    timeline.fault("kill", "m1", harness.clock.now_ms, harness.clock.now_ms)
-    in_group.remove("m1")
-    settle()
-    return timeline, harness.clock.now_ms
+    sim = GroupSim(
+        {"orders": PARTITIONS}, seed=7, heartbeat_interval_ms=1_000, session_timeout_ms=6_000
+    )
+    quiet = wait(2_000)  # a quiet stretch between the steps of the story
+    result = sim.run(
+        [
+            *(step for name in ("m1", "m2", "m3") for step in (join(name), until_stable(), quiet)),
+            leave("m2"),
+            until_stable(),
+            quiet,
+            crash("m1"),
+            until_stable(),
+            quiet,
+        ]
+    )
+    result.report.raise_for_violations()
+    return result.timeline, sim.cluster.clock.now_ms
 
 
 # --- main ---------------------------------------------------------------------------------------

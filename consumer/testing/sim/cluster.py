@@ -39,6 +39,10 @@ _LOSING_STATES = frozenset({MemberState.STALE, MemberState.FENCED, MemberState.F
 INFINITE_POLL_LIMIT_MS = 3_600_000
 
 
+#: Rebalance callbacks as the timeline names them.
+_CALLBACK_KINDS = {"on_assign": "assigned", "on_revoke": "revoked", "on_lost": "lost"}
+
+
 @dataclass(frozen=True)
 class CallbackCall:
     """One application callback the simulation ran, with its arguments.
@@ -251,14 +255,25 @@ class SimCluster:
         if current in _LOSING_STATES:
             self._consumers[name].ownership.lose_all(at_ms)
 
+    def epoch_changed(self, name: str, member_epoch: int, at_ms: int) -> None:
+        """Record a member's epoch move."""
+        self.timeline.epoch(name, member_epoch, at_ms)
+
     def committed(self, name: str, offsets: dict[TopicPartition, int], at_ms: int) -> None:
         """Record commits the coordinator accepted."""
         for tp, offset in sorted(offsets.items()):
             self.timeline.commit(name, tp.topic, tp.partition, offset, at_ms)
 
     def record_callback(self, call: CallbackCall) -> None:
-        """Record one application callback."""
+        """Record one application callback (rebalance callbacks also as timeline markers)."""
         self.callbacks.append(call)
+        kind = _CALLBACK_KINDS.get(call.callback)
+        if kind is not None:
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition, _ in call.partitions:
+                by_topic.setdefault(topic, []).append(partition)
+            for topic, partitions in sorted(by_topic.items()):
+                self.timeline.callback(call.member, kind, topic, sorted(partitions), call.at_ms)
 
 
 def _as_bytes(value: bytes | str | None) -> bytes | None:

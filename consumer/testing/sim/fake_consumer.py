@@ -423,6 +423,7 @@ class FakeConsumer(FetchControl):
             self._to_application,
             on_state=self._cluster.state_changed,
             on_committed=self._cluster.committed,
+            on_epoch=self._cluster.epoch_changed,
             member_events=self._server.callbacks.member_events,
         )
         self.runtime = runtime

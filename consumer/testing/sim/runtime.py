@@ -88,6 +88,7 @@ class SimRuntime:
         on_state: told ``(name, previous, current, now_ms)`` on every state change.
         on_committed: told ``(name, offsets, now_ms)`` for every commit the coordinator accepted.
         member_events: on while the consumer has member listeners (``add_member_listener``).
+        on_epoch: told ``(name, member_epoch, now_ms)`` whenever the member epoch moves.
     """
 
     def __init__(
@@ -104,6 +105,7 @@ class SimRuntime:
         on_state: Callable[[str, MemberState, MemberState, int], None] | None = None,
         on_committed: Callable[[str, dict[TopicPartition, int], int], None] | None = None,
         member_events: MemberEventSwitch | None = None,
+        on_epoch: Callable[[str, int, int], None] | None = None,
     ) -> None:
         self.name = name
         self._coordinator = coordinator
@@ -111,6 +113,8 @@ class SimRuntime:
         self._now_ms = now_ms
         self._on_state = on_state
         self._on_committed = on_committed
+        self._on_epoch = on_epoch
+        self._epoch = 0
         self.member = Member(member_config, random.Random(seed), on_transition=self._on_transition)
         self._transitions = TransitionReporter(
             member_events if member_events is not None else MemberEventSwitch(),
@@ -211,6 +215,11 @@ class SimRuntime:
 
     def _publish(self) -> None:
         self._report_transition(None)  # an epoch moved outside any row (a heartbeat answer)
+        epoch = self.member.member_epoch
+        if epoch != self._epoch:
+            self._epoch = epoch
+            if self._on_epoch is not None:
+                self._on_epoch(self.name, epoch, self._now_ms())
         state = self.member.state
         if state is not self.state:
             previous, self.state = self.state, state
