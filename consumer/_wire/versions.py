@@ -36,6 +36,8 @@ class ApiKey(enum.IntEnum):
     API_VERSIONS = 18
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +71,9 @@ SUPPORTED_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyType(
         ApiKey.OFFSET_COMMIT: VersionRange(9, 10),
         ApiKey.OFFSET_FETCH: VersionRange(9, 10),
         ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
+        # v1 is stable KIP-932 (4.1+); v2 (4.2+) adds the acquire mode and RENEW.
+        ApiKey.SHARE_FETCH: VersionRange(1, 2),
+        ApiKey.SHARE_ACKNOWLEDGE: VersionRange(1, 2),
     }
 )
 """What this SDK can build and parse, per API (all within what kio models)."""
@@ -97,6 +102,8 @@ _API_LABELS: Final[Mapping[ApiKey, str]] = {
     ApiKey.API_VERSIONS: "ApiVersions",
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
+    ApiKey.SHARE_FETCH: "ShareFetch",
+    ApiKey.SHARE_ACKNOWLEDGE: "ShareAcknowledge",
 }
 
 

@@ -47,6 +47,8 @@ from consumer._wire import (
     parse_metadata_response,
     parse_offset_commit_response,
     parse_offset_fetch_response,
+    parse_share_acknowledge_response,
+    parse_share_fetch_response,
     request_type_for,
     response_type_for,
 )
@@ -70,6 +72,8 @@ PARSERS: dict[ApiKey, Callable[[ResponsePayload], Any]] = {
     ApiKey.OFFSET_COMMIT: lambda r: parse_offset_commit_response(r, topic_names_by_id={TOPIC: "t"}),
     ApiKey.OFFSET_FETCH: lambda r: parse_offset_fetch_response(r, topic_names_by_id={TOPIC: "t"}),
     ApiKey.CONSUMER_GROUP_DESCRIBE: parse_consumer_group_describe_response,
+    ApiKey.SHARE_FETCH: parse_share_fetch_response,
+    ApiKey.SHARE_ACKNOWLEDGE: parse_share_acknowledge_response,
 }
 
 RESPONSE_TYPES: list[tuple[ApiKey, type[ResponsePayload]]] = [

@@ -48,6 +48,7 @@ KNOWN_LAYERS = frozenset(
         "consumer.demo",
         "consumer.errors",
         "consumer.member",
+        "consumer.share",
         "consumer.spark",
         "consumer.testing",
     }
@@ -80,10 +81,20 @@ RULES: tuple[Rule, ...] = (
         "consumer._wire",
         "consumer._bridge",
     ),
+    # The share-group core (KIP-932) is sans-I/O like the member core.
+    _rule(
+        "consumer.share",
+        *_OUTER,
+        "consumer._runtime",
+        "consumer._client",
+        "consumer._wire",
+        "consumer._bridge",
+    ),
     _rule(
         "consumer._wire",
         *_OUTER,
         "consumer.member",
+        "consumer.share",
         "consumer._runtime",
         "consumer._client",
         "consumer._bridge",
@@ -301,6 +312,8 @@ _KNOWN = frozenset(
         ("consumer.member.fake", "def f():\n    from consumer.testing import harness\n"),
         ("consumer.member.fake", "from consumer import Consumer"),
         ("consumer._wire.fake", "from consumer.member import HeartbeatRequest"),
+        ("consumer.share.fake", "from consumer._wire import Record"),
+        ("consumer._wire.fake", "from consumer.share.session import ShareSession"),
         ("consumer._bridge.fake", "from consumer._runtime import BackgroundRuntime"),
         ("consumer._runtime.fake", "from consumer._client.consumer import Consumer"),
         ("consumer._client.fake", "from consumer._runtime.background import BackgroundRuntime"),
