@@ -8,6 +8,7 @@ The member joins with raw ShareGroupHeartbeat v1 requests (``share_wire_support`
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -22,6 +23,7 @@ from share_wire_support import SessionDriver, join_share_group, set_share_group_
 from consumer._runtime.cluster import ClusterClient
 from consumer._wire import Compression, TimestampType
 from consumer.share.acknowledgements import Acknowledgements, AcknowledgeType, TopicIdPartition
+from consumer.share.acquired import filter_acquired
 from consumer.share.session import SessionOutcome, ShareSession
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -258,3 +260,66 @@ async def test_log_append_time_topics_stamp_records_with_the_batch_time(
     delivered = await driver.fetch_until({partition}, 2)
     assert {r.timestamp_type for r, _ in delivered} == {TimestampType.LOG_APPEND_TIME}
     assert all(r.timestamp_ms > 1_700_000_000_000 for r, _ in delivered)
+
+
+def produce_transactions(
+    bootstrap: str, topic: str, transactions: list[tuple[bool, list[bytes]]]
+) -> None:
+    """Each (commit?, values) is one transaction of the same transactional producer."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"txn-{topic}", "linger.ms": 5}
+    )
+    producer.init_transactions(30)
+    for commit, values in transactions:
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value=value)
+        if commit:
+            producer.commit_transaction(30)
+        else:
+            producer.abort_transaction(30)
+    assert producer.flush(30) == 0
+
+
+@pytest.mark.asyncio
+async def test_read_committed_share_groups_get_committed_records_and_gap_the_markers(
+    cluster: ClusterClient,
+    admin: AdminClient,
+    kafka_bootstrap: str,
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = unique_name("topic")
+    make_topic(admin, topic)
+    produce_transactions(
+        kafka_bootstrap,
+        topic,
+        [(True, [b"c1", b"c2"]), (False, [b"aborted"]), (True, [b"c3"])],
+    )
+    driver, partition = await start_session(
+        cluster, admin, unique_name, topic, share_isolation_level="read_committed"
+    )
+    wanted = {partition}
+    delivered: list[bytes | None] = []
+    acks = Acknowledgements()
+    deadline = asyncio.get_running_loop().time() + 20
+    while len(delivered) < 3:
+        assert asyncio.get_running_loop().time() < deadline, delivered
+        result, _ = await driver.fetch(wanted, acks.take() if driver.session.epoch else None)
+        for entry in result.partitions:
+            assert entry.acknowledge_error is None
+            acquired = filter_acquired(
+                entry.records.records, entry.acquired, entry.records.corrupt_batches
+            )
+            delivered.extend(record.value for record, _ in acquired.delivered)
+            acks.add_all(
+                partition,
+                (record.offset for record, _ in acquired.delivered),
+                AcknowledgeType.ACCEPT,
+            )
+            # Offsets acquired without a record (transaction markers) are finished as GAP.
+            acks.add_all(partition, acquired.gaps, AcknowledgeType.GAP)
+    assert delivered == [b"c1", b"c2", b"c3"]
+    result, _ = await driver.acknowledge(acks.take())
+    assert [p.error for p in result.partitions] == [None] * len(result.partitions)
+    result, _ = await driver.fetch(wanted, max_wait_ms=300)
+    assert all(not p.acquired for p in result.partitions)
