@@ -323,3 +323,26 @@ async def test_read_committed_share_groups_get_committed_records_and_gap_the_mar
     assert [p.error for p in result.partitions] == [None] * len(result.partitions)
     result, _ = await driver.fetch(wanted, max_wait_ms=300)
     assert all(not p.acquired for p in result.partitions)
+
+
+@pytest.mark.asyncio
+async def test_closing_a_session_releases_its_records_at_once(
+    cluster: ClusterClient,
+    admin: AdminClient,
+    kafka_bootstrap: str,
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = unique_name("topic")
+    make_topic(admin, topic)
+    produce(kafka_bootstrap, topic, [{"value": b"held"}], "none")
+    driver, partition = await start_session(cluster, admin, unique_name, topic)
+    [(record, count)] = await driver.fetch_until({partition}, 1)
+    assert (record.offset, count) == (0, 1)
+    result, outcome = await driver.acknowledge({}, close=True)
+    assert (result.error, outcome) == (None, SessionOutcome.CLOSED)
+    # A new session gets the record back well before its 30 s lock would have expired.
+    reopened = SessionDriver(
+        driver.connection, driver.group_id, driver.member_id, ShareSession(driver.session.node_id)
+    )
+    [(record, count)] = await reopened.fetch_until({partition}, 1, bound_s=10)
+    assert (record.offset, record.value, count) == (0, b"held", 2)
