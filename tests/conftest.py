@@ -20,14 +20,12 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from confluent_kafka.cimpl import NewTopic
 from hypothesis import settings as hypothesis_settings
-from hypothesis import strategies as st
-from kio.static.primitive import Records
 
 from consumer.testing.real.broker import LocalBroker
+from tests.support import register_kio_strategies
 
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
-# kio's ``records`` fields (ShareFetch) hold raw record batches: any bytes, for generated entities.
-st.register_type_strategy(Records, st.binary(max_size=256).map(Records))
+register_kio_strategies()
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 

@@ -149,10 +149,11 @@ def parse_share_acknowledge_response(response: ResponsePayload) -> ShareAcknowle
     if not isinstance(response, _RESPONSE_CLASSES):
         raise ProtocolError(f"expected a ShareAcknowledge response, got {type(response).__name__}")
     partitions: list[ShareAcknowledgePartition] = []
-    for topic in response.responses:
+    # kio decodes a null array as None even where the schema forbids null: treat it as empty.
+    for topic in response.responses or ():
         if topic.topic_id is None:
             raise ProtocolError("ShareAcknowledge response contains a topic without an id")
-        for entry in topic.partitions:
+        for entry in topic.partitions or ():
             partitions.append(
                 ShareAcknowledgePartition(
                     topic_id=topic.topic_id,
@@ -168,6 +169,6 @@ def parse_share_acknowledge_response(response: ResponsePayload) -> ShareAcknowle
         error=error_or_none(response.error_code, response.error_message),
         partitions=tuple(partitions),
         acquisition_lock_timeout_ms=lock_timeout_ms,
-        node_endpoints=node_endpoints(response.node_endpoints),
+        node_endpoints=node_endpoints(response.node_endpoints or ()),
         throttle_time_ms=ms_from_timedelta(response.throttle_time),
     )

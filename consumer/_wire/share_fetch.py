@@ -258,10 +258,11 @@ def parse_share_fetch_response(response: ResponsePayload) -> ShareFetchResult:
     if not isinstance(response, _RESPONSE_CLASSES):
         raise ProtocolError(f"expected a ShareFetch response, got {type(response).__name__}")
     partitions: list[ShareFetchPartition] = []
-    for topic in response.responses:
+    # kio decodes a null array as None even where the schema forbids null: treat it as empty.
+    for topic in response.responses or ():
         if topic.topic_id is None:
             raise ProtocolError("ShareFetch response contains a topic without an id")
-        for entry in topic.partitions:
+        for entry in topic.partitions or ():
             partitions.append(
                 ShareFetchPartition(
                     topic_id=topic.topic_id,
@@ -278,7 +279,7 @@ def parse_share_fetch_response(response: ResponsePayload) -> ShareFetchResult:
                             int(acquired.last_offset),
                             int(acquired.delivery_count),
                         )
-                        for acquired in entry.acquired_records
+                        for acquired in entry.acquired_records or ()
                     ),
                 )
             )
@@ -286,6 +287,6 @@ def parse_share_fetch_response(response: ResponsePayload) -> ShareFetchResult:
         error=error_or_none(response.error_code, response.error_message),
         acquisition_lock_timeout_ms=ms_from_timedelta(response.acquisition_lock_timeout),
         partitions=tuple(partitions),
-        node_endpoints=node_endpoints(response.node_endpoints),
+        node_endpoints=node_endpoints(response.node_endpoints or ()),
         throttle_time_ms=ms_from_timedelta(response.throttle_time),
     )

@@ -26,7 +26,7 @@ from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.constants import EntityType
-from kio.static.primitive import i16
+from kio.static.primitive import Records, i16
 from kio.static.protocol import ResponsePayload
 
 from consumer._runtime.connection import BrokerConnection
@@ -63,6 +63,9 @@ FUZZ = settings(
 #: What the mutating server advertises: ApiVersions, and Metadata v12 only.
 ADVERTISED = {int(ApiKey.API_VERSIONS): (0, 4), int(ApiKey.METADATA): (12, 12)}
 TOPIC = uuid.UUID("0b8c1d5e-2f3a-4b6c-8d9e-0f1a2b3c4d5e")
+
+# The root conftest does this too; the child process loads no conftest.
+st.register_type_strategy(Records, st.binary(max_size=256).map(Records))
 
 PARSERS: dict[ApiKey, Callable[[ResponsePayload], Any]] = {
     ApiKey.API_VERSIONS: parse_api_versions_response,

@@ -262,3 +262,22 @@ def test_parsers_refuse_other_responses() -> None:
     )
     with pytest.raises(ProtocolError, match="expected a ShareAcknowledge response"):
         parse_share_acknowledge_response(fetch)
+
+
+def test_null_arrays_from_a_mangled_frame_parse_as_empty() -> None:
+    # kio decodes a null array as None even where the schema forbids it (found by the fuzzer).
+    fetch = fetch_v1.ShareFetchResponse(
+        throttle_time=ZERO,
+        error_code=ErrorCode.none,
+        acquisition_lock_timeout=ZERO,
+        responses=None,  # type: ignore[arg-type]
+        node_endpoints=None,  # type: ignore[arg-type]
+    )
+    assert parse_share_fetch_response(fetch).partitions == ()
+    ack = ack_v1.ShareAcknowledgeResponse(
+        throttle_time=ZERO,
+        error_code=ErrorCode.none,
+        responses=(ack_response_v2.ShareAcknowledgeTopicResponse(topic_id=TOPIC, partitions=None),),  # type: ignore[arg-type]
+        node_endpoints=None,  # type: ignore[arg-type]
+    )
+    assert parse_share_acknowledge_response(ack).partitions == ()
