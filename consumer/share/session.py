@@ -20,7 +20,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from consumer.share.acknowledgements import AcknowledgementBatch, TopicIdPartition
+from consumer.share.acknowledgements import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    TopicIdPartition,
+)
 
 __all__ = [
     "FINAL_EPOCH",
@@ -72,7 +76,11 @@ def _wire_topics(
 
 
 def _has_renew(acknowledgements: AcknowledgementMap) -> bool:
-    return any(4 in batch.types for batches in acknowledgements.values() for batch in batches)
+    return any(
+        AcknowledgeType.RENEW in batch.types
+        for batches in acknowledgements.values()
+        for batch in batches
+    )
 
 
 @dataclass(frozen=True, slots=True)
