@@ -38,6 +38,7 @@ from consumer._wire import (
 from consumer.errors import CoordinatorError, error_or_none
 from consumer.share.acknowledgements import AcknowledgementBatch, TopicIdPartition
 from consumer.share.acquired import filter_acquired
+from consumer.share.fetch_parameters import ShareFetchParameters
 from consumer.share.session import SessionOutcome, ShareSession
 
 JOIN_BOUND_S = 30.0
@@ -131,6 +132,7 @@ class SessionDriver:
     group_id: str
     member_id: str
     session: ShareSession
+    parameters: ShareFetchParameters = field(default_factory=ShareFetchParameters)
     epochs_sent: list[int] = field(default_factory=list)
     #: The raw ``records`` bytes of every partition of every fetch response, as received.
     raw_records: list[bytes] = field(default_factory=list)
@@ -142,7 +144,7 @@ class SessionDriver:
         wanted: set[TopicIdPartition],
         acks: dict[TopicIdPartition, tuple[AcknowledgementBatch, ...]] | None = None,
         *,
-        max_wait_ms: int = 500,
+        max_wait_ms: int | None = None,
         epoch_override: int | None = None,
     ) -> tuple[ShareFetchResult, SessionOutcome]:
         plan = self.session.fetch(wanted, acks)
@@ -153,10 +155,12 @@ class SessionDriver:
             group_id=self.group_id,
             member_id=self.member_id,
             share_session_epoch=epoch,
-            max_wait_ms=max_wait_ms,
-            min_bytes=1,
-            max_records=500,
-            batch_size=500,
+            max_wait_ms=self.parameters.max_wait_ms if max_wait_ms is None else max_wait_ms,
+            min_bytes=self.parameters.min_bytes,
+            max_bytes=self.parameters.max_bytes,
+            max_records=self.parameters.max_records,
+            batch_size=self.parameters.batch_size,
+            acquire_mode=self.parameters.acquire_mode,
             topics=plan.wire_topics(),
             forgotten=plan.wire_forgotten(),
             is_renew_ack=plan.is_renew_ack,

@@ -21,9 +21,10 @@ from confluent_kafka.cimpl import NewTopic
 from share_wire_support import SessionDriver, join_share_group, set_share_group_configs
 
 from consumer._runtime.cluster import ClusterClient
-from consumer._wire import Compression, TimestampType
+from consumer._wire import ApiKey, Compression, TimestampType
 from consumer.share.acknowledgements import Acknowledgements, AcknowledgeType, TopicIdPartition
 from consumer.share.acquired import filter_acquired
+from consumer.share.fetch_parameters import ShareFetchParameters
 from consumer.share.session import SessionOutcome, ShareSession
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -346,3 +347,56 @@ async def test_closing_a_session_releases_its_records_at_once(
     )
     [(record, count)] = await reopened.fetch_until({partition}, 1, bound_s=10)
     assert (record.offset, record.value, count) == (0, b"held", 2)
+
+
+@pytest.mark.asyncio
+async def test_record_limit_mode_acquires_at_most_max_poll_records(
+    cluster: ClusterClient,
+    admin: AdminClient,
+    kafka_bootstrap: str,
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = unique_name("topic")
+    make_topic(admin, topic)
+    produce(kafka_bootstrap, topic, [{"value": str(i).encode()} for i in range(10)], "none")
+    driver, partition = await start_session(cluster, admin, unique_name, topic)
+    assert driver.connection.api_version(ApiKey.SHARE_FETCH) == 2
+    driver.parameters = ShareFetchParameters.from_config(
+        {"max.poll.records": 3, "share.acquire.mode": "record_limit"}
+    )
+    seen: list[int] = []
+    while len(seen) < 10:
+        delivered = await driver.fetch_until({partition}, 1)
+        assert len(delivered) <= 3
+        seen.extend(record.offset for record, _ in delivered)
+    assert seen == list(range(10))
+
+
+@pytest.mark.asyncio
+async def test_renew_is_accepted_and_a_later_accept_finishes_the_record(
+    cluster: ClusterClient,
+    admin: AdminClient,
+    kafka_bootstrap: str,
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = unique_name("topic")
+    make_topic(admin, topic)
+    produce(kafka_bootstrap, topic, [{"value": b"slow"}], "none")
+    driver, partition = await start_session(
+        cluster, admin, unique_name, topic, share_record_lock_duration_ms="2000"
+    )
+    [(record, count)] = await driver.fetch_until({partition}, 1)
+    assert (record.offset, count) == (0, 1)
+    acks = Acknowledgements()
+    acks.add(partition, 0, AcknowledgeType.RENEW)
+    result, _ = await driver.acknowledge(acks.take())
+    assert result.error is None
+    assert [p.error for p in result.partitions] == [None]
+    assert result.acquisition_lock_timeout_ms == 2_000
+    acks.add(partition, 0, AcknowledgeType.ACCEPT)
+    result, _ = await driver.acknowledge(acks.take())
+    assert [p.error for p in result.partitions] == [None]
+    # The lock is 2 s: had the ACCEPT not finished the record, it would be redelivered.
+    for _ in range(8):
+        result, _ = await driver.fetch({partition})
+        assert all(not p.acquired for p in result.partitions), result.partitions
