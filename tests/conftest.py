@@ -22,6 +22,8 @@ import pytest
 from confluent_kafka.admin import AdminClient
 from hypothesis import settings as hypothesis_settings
 
+from tests.support import register_kio_strategies
+
 if TYPE_CHECKING:  # imported here, the plugin module could no longer be assertion-rewritten
     from consumer.testing.pytest_plugin import TopicFactory
 
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # imported here, the plugin module could no longer be asserti
 pytest_plugins = ["consumer.testing.pytest_plugin"]
 
 hypothesis_settings.register_profile("ci", derandomize=True, print_blob=True)
+register_kio_strategies()
 if os.environ.get("CI"):
     hypothesis_settings.load_profile("ci")
 

@@ -99,3 +99,13 @@ def build_consumer(config: Mapping[str, Any], impl: str | None = None) -> Any:
     from consumer import Consumer  # lands with the facade (issue #4)
 
     return Consumer(dict(config))
+
+
+def register_kio_strategies() -> None:
+    """Teach Hypothesis the kio types it cannot derive: a ``records`` field (ShareFetch) holds
+    raw record batches, so any bytes will do. Called by the root conftest and by the fuzzers'
+    child processes (which load no conftest)."""
+    from hypothesis import strategies as st
+    from kio.static.primitive import Records
+
+    st.register_type_strategy(Records, st.binary(max_size=256).map(Records))

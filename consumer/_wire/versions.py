@@ -38,6 +38,8 @@ class ApiKey(enum.IntEnum):
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     SHARE_GROUP_HEARTBEAT = 76
+    SHARE_FETCH = 78
+    SHARE_ACKNOWLEDGE = 79
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +75,10 @@ SUPPORTED_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyType(
         ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
         # v0 was early access (Apache Kafka 4.0) and is gone; v1 is KIP-932 as released.
         ApiKey.SHARE_GROUP_HEARTBEAT: VersionRange(1, 1),
+        # ShareFetch, ShareAcknowledge: v1 is stable KIP-932 (4.1+); v2 (4.2+) adds the acquire
+        # mode and RENEW.
+        ApiKey.SHARE_FETCH: VersionRange(1, 2),
+        ApiKey.SHARE_ACKNOWLEDGE: VersionRange(1, 2),
     }
 )
 """What this SDK can build and parse, per API (all within what kio models)."""
@@ -107,6 +113,8 @@ _API_LABELS: Final[Mapping[ApiKey, str]] = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: "ConsumerGroupHeartbeat",
     ApiKey.CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe",
     ApiKey.SHARE_GROUP_HEARTBEAT: "ShareGroupHeartbeat",
+    ApiKey.SHARE_FETCH: "ShareFetch",
+    ApiKey.SHARE_ACKNOWLEDGE: "ShareAcknowledge",
 }
 
 

@@ -26,7 +26,7 @@ from kio.index import load_payload_module
 from kio.schema.errors import ErrorCode
 from kio.schema.types import BrokerId
 from kio.static.constants import EntityType
-from kio.static.primitive import i16
+from kio.static.primitive import Records, i16
 from kio.static.protocol import ResponsePayload
 
 from consumer._runtime.connection import BrokerConnection
@@ -47,6 +47,8 @@ from consumer._wire import (
     parse_metadata_response,
     parse_offset_commit_response,
     parse_offset_fetch_response,
+    parse_share_acknowledge_response,
+    parse_share_fetch_response,
     request_type_for,
     response_type_for,
 )
@@ -62,6 +64,9 @@ FUZZ = settings(
 ADVERTISED = {int(ApiKey.API_VERSIONS): (0, 4), int(ApiKey.METADATA): (12, 12)}
 TOPIC = uuid.UUID("0b8c1d5e-2f3a-4b6c-8d9e-0f1a2b3c4d5e")
 
+# The root conftest does this too; the child process loads no conftest.
+st.register_type_strategy(Records, st.binary(max_size=256).map(Records))
+
 PARSERS: dict[ApiKey, Callable[[ResponsePayload], Any]] = {
     ApiKey.API_VERSIONS: parse_api_versions_response,
     ApiKey.METADATA: parse_metadata_response,
@@ -70,6 +75,8 @@ PARSERS: dict[ApiKey, Callable[[ResponsePayload], Any]] = {
     ApiKey.OFFSET_COMMIT: lambda r: parse_offset_commit_response(r, topic_names_by_id={TOPIC: "t"}),
     ApiKey.OFFSET_FETCH: lambda r: parse_offset_fetch_response(r, topic_names_by_id={TOPIC: "t"}),
     ApiKey.CONSUMER_GROUP_DESCRIBE: parse_consumer_group_describe_response,
+    ApiKey.SHARE_FETCH: parse_share_fetch_response,
+    ApiKey.SHARE_ACKNOWLEDGE: parse_share_acknowledge_response,
 }
 
 RESPONSE_TYPES: list[tuple[ApiKey, type[ResponsePayload]]] = [

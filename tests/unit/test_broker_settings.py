@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from consumer.testing.real.broker import LocalBroker, fast_group_settings
+from consumer.testing.real.broker import (
+    LocalBroker,
+    fast_group_settings,
+    fast_share_group_settings,
+)
 from consumer.testing.real.kafka_jars import (
     DEFAULT_KAFKA_VERSION,
     BrokerStartError,
@@ -79,3 +83,16 @@ def test_a_broker_on_a_fixed_port_is_tried_once(monkeypatch: pytest.MonkeyPatch)
     with pytest.raises(BrokerStartError):
         LocalBroker(port=45678).start()
     assert calls == [1]
+
+
+def test_every_local_broker_gets_the_fast_share_group_settings(tmp_path: Path) -> None:
+    share = fast_share_group_settings()
+    assert set(share) <= set(fast_group_settings())
+    props = LocalBroker(run_dir=tmp_path, port=9999).server_properties(controller_port=9998)
+    for key, value in share.items():
+        assert props[key] == value
+    assert all(key.startswith("group.share.") for key in share)
+    # Groups may lower their record lock to 1 s; the broker-wide default stays Kafka's.
+    assert share["group.share.min.record.lock.duration.ms"] == "1000"
+    assert "group.share.record.lock.duration.ms" not in props
+    assert int(share["group.share.heartbeat.interval.ms"]) <= 500

@@ -83,6 +83,7 @@ RULES: tuple[Rule, ...] = (
         "consumer._wire",
         "consumer._bridge",
     ),
+    # The share-group core (KIP-932) is sans-I/O like the member core.
     _rule(
         "consumer.share",
         *_OUTER,
@@ -317,6 +318,8 @@ _KNOWN = frozenset(
         ("consumer.share.fake", "from consumer._wire.share_heartbeat import build"),
         ("consumer.share.fake", "from consumer._runtime import BackgroundRuntime"),
         ("consumer._wire.fake", "from consumer.share import ShareHeartbeatRequest"),
+        ("consumer.share.fake", "from consumer._wire import Record"),
+        ("consumer._wire.fake", "from consumer.share.session import ShareSession"),
         ("consumer._bridge.fake", "from consumer._runtime import BackgroundRuntime"),
         ("consumer._runtime.fake", "from consumer._client.consumer import Consumer"),
         ("consumer._client.fake", "from consumer._runtime.background import BackgroundRuntime"),

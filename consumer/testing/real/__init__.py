@@ -6,7 +6,12 @@ imported
 here, so that the rest works without it.
 """
 
-from consumer.testing.real.broker import LocalBroker, fast_group_settings, running_broker
+from consumer.testing.real.broker import (
+    LocalBroker,
+    fast_group_settings,
+    fast_share_group_settings,
+    running_broker,
+)
 from consumer.testing.real.detached import DetachedBroker, read_broker_state, stop_detached_broker
 from consumer.testing.real.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError
 from consumer.testing.real.proxy import FaultProxy, ProxiedBroker, ProxyStats, proxied_broker
@@ -20,6 +25,7 @@ __all__ = [
     "ProxiedBroker",
     "ProxyStats",
     "fast_group_settings",
+    "fast_share_group_settings",
     "proxied_broker",
     "read_broker_state",
     "running_broker",

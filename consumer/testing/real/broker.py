@@ -43,7 +43,13 @@ from consumer.testing.real.kafka_jars import (
     resolve_kafka_jars,
 )
 
-__all__ = ["LocalBroker", "fast_group_settings", "free_port", "running_broker"]
+__all__ = [
+    "LocalBroker",
+    "fast_group_settings",
+    "fast_share_group_settings",
+    "free_port",
+    "running_broker",
+]
 
 CONSUMER_GROUP_HEARTBEAT_KEY = 68
 
@@ -86,10 +92,30 @@ def fast_group_settings() -> dict[str, str]:
         "group.consumer.min.assignment.interval.ms": "0",
         "group.min.session.timeout.ms": "1000",
         "group.initial.rebalance.delay.ms": "0",
+        **fast_share_group_settings(),
+    }
+
+
+def fast_share_group_settings() -> dict[str, str]:
+    """Broker settings that make share-group (KIP-932) tests fast; part of
+    :func:`fast_group_settings`, so every :class:`LocalBroker` has them.
+
+    Share groups need no switch on Kafka 4.2+ (``share.version=1`` is the default feature level
+    of a freshly formatted cluster). These settings give 500 ms heartbeats, 6 s sessions,
+    immediate assignments, and lower the per-group bounds so a test can set a group's
+    ``share.record.lock.duration.ms`` down to 1 s and ``share.delivery.count.limit`` down to 2
+    (by IncrementalAlterConfigs on the GROUP resource). The broker-wide lock duration (30 s)
+    and delivery limit (5) stay at Kafka's defaults.
+    """
+    return {
         "group.share.heartbeat.interval.ms": "500",
         "group.share.min.heartbeat.interval.ms": "100",
         "group.share.session.timeout.ms": "6000",
         "group.share.min.session.timeout.ms": "1000",
+        "group.share.assignment.interval.ms": "0",
+        "group.share.min.assignment.interval.ms": "0",
+        "group.share.min.record.lock.duration.ms": "1000",
+        "group.share.min.delivery.count.limit": "2",
     }
 
 

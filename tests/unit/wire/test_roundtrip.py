@@ -29,6 +29,8 @@ from consumer._wire import (
     build_metadata_request,
     build_offset_commit_request,
     build_offset_fetch_request,
+    build_share_acknowledge_request,
+    build_share_fetch_request,
     decode_request_frame,
     decode_response_frame,
     encode_request_frame,
@@ -38,6 +40,7 @@ from consumer._wire import (
 from consumer._wire.share_heartbeat import build_share_heartbeat_request
 from consumer.member import HeartbeatRequest, TopicPartitions
 from consumer.share import ShareHeartbeatRequest
+from consumer.share.acknowledgements import AcknowledgementBatch, AcknowledgeType
 
 TOPIC_A = uuid.UUID("0b8c1d5e-2f3a-4b6c-8d9e-0f1a2b3c4d5e")
 TOPIC_B = uuid.UUID("9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a")
@@ -125,6 +128,32 @@ def _built_requests() -> list[tuple[str, RequestPayload]]:
         cases.append(
             (f"ShareHeartbeat-keepalive-v{v}", build_share_heartbeat_request(keepalive, v))
         )
+    acks = {
+        0: (
+            AcknowledgementBatch(3, 5, (AcknowledgeType.ACCEPT,)),
+            AcknowledgementBatch(8, 9, (AcknowledgeType.GAP, AcknowledgeType.REJECT)),
+        ),
+        2: (),
+    }
+    for v in _versions(ApiKey.SHARE_FETCH):
+        share_fetch = build_share_fetch_request(
+            v,
+            group_id="g",
+            member_id="m",
+            share_session_epoch=4,
+            max_wait_ms=500,
+            min_bytes=1,
+            max_records=500,
+            batch_size=500,
+            topics={TOPIC_A: acks, TOPIC_B: {0: ()}},
+            forgotten={TOPIC_B: [1, 2]},
+        )
+        cases.append((f"ShareFetch-v{v}", share_fetch))
+    for v in _versions(ApiKey.SHARE_ACKNOWLEDGE):
+        share_ack = build_share_acknowledge_request(
+            v, group_id="g", member_id="m", share_session_epoch=-1, topics={TOPIC_A: acks}
+        )
+        cases.append((f"ShareAcknowledge-v{v}", share_ack))
     return cases
 
 
