@@ -53,6 +53,7 @@ from consumer._wire import (
     response_type_for,
 )
 from consumer._wire._units import i32_timedelta_from_ms
+from consumer._wire.share_heartbeat import parse_share_heartbeat_response
 from consumer.errors import ConsumerError
 
 pytestmark = pytest.mark.reliability
@@ -75,6 +76,7 @@ PARSERS: dict[ApiKey, Callable[[ResponsePayload], Any]] = {
     ApiKey.OFFSET_COMMIT: lambda r: parse_offset_commit_response(r, topic_names_by_id={TOPIC: "t"}),
     ApiKey.OFFSET_FETCH: lambda r: parse_offset_fetch_response(r, topic_names_by_id={TOPIC: "t"}),
     ApiKey.CONSUMER_GROUP_DESCRIBE: parse_consumer_group_describe_response,
+    ApiKey.SHARE_GROUP_HEARTBEAT: parse_share_heartbeat_response,
     ApiKey.SHARE_FETCH: parse_share_fetch_response,
     ApiKey.SHARE_ACKNOWLEDGE: parse_share_acknowledge_response,
 }
