@@ -24,8 +24,10 @@ group. The consumer is not thread-safe (as confluent's).
 from __future__ import annotations
 
 import collections
+import contextlib
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Final, Literal
@@ -326,7 +328,14 @@ class ShareConsumer:
         self._accept_previous()
         commit = Commit()
         self._runtime.to_background.put(commit)
-        outcome: CommitResult = commit.reply.result(timeout)
+        try:
+            outcome: CommitResult = commit.reply.result(timeout)
+        except FutureTimeout:
+            raise KafkaException(
+                ConfluentKafkaError(
+                    ConfluentKafkaError._TIMED_OUT, f"commit_sync: no answer within {timeout} s"
+                )
+            ) from None
         return {
             TopicPartition(topic, partition): None if error is None else _to_kafka_exception(error)
             for (topic, partition), error in outcome.items()
@@ -348,8 +357,14 @@ class ShareConsumer:
         self._accept_previous()
         closing = Close()
         self._runtime.to_background.put(closing)
+        deadline = time.monotonic() + _CLOSE_BOUND_S
         try:
-            closing.reply.result(_CLOSE_BOUND_S)
+            # Wait for the leave, unless the loop is gone (then nobody will answer).
+            while not closing.reply.done() and not self._runtime.finished.is_set():
+                if time.monotonic() > deadline:
+                    break
+                with contextlib.suppress(FutureTimeout):
+                    closing.reply.result(_WAIT_SLICE_S)
         finally:
             self._closed = True
             self._runtime.join(_CLOSE_BOUND_S)
