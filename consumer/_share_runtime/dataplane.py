@@ -91,7 +91,6 @@ class ShareDataPlane:
     async def assign(self, assigned: Iterable[TopicIdPartition]) -> None:
         """Fetch exactly ``assigned``: resolve names and leaders, start a fetcher per leader."""
         wanted = frozenset(assigned)
-        topic_ids = sorted({p.topic_id for p in wanted} - self._names.keys(), key=str)
         if wanted:
             metadata = await self._cluster.metadata(sorted({p.topic_id for p in wanted}, key=str))
             for topic in metadata.topics:
@@ -100,9 +99,9 @@ class ShareDataPlane:
                 self._names[topic.topic_id] = topic.name
                 for index, entry in topic.partitions.items():
                     self._leaders[TopicIdPartition(topic.topic_id, index)] = entry.leader_id
-        missing = [p for p in wanted if p.topic_id not in self._names or p not in self._leaders]
-        if missing or topic_ids and any(t not in self._names for t in topic_ids):
-            _log.warning("share partitions without known name or leader (skipped): %s", missing)
+        missing = {p for p in wanted if p.topic_id not in self._names or p not in self._leaders}
+        if missing:
+            _log.warning("share partitions without a known name or leader (skipped): %s", missing)
         self._wanted = wanted - frozenset(missing)
         for partition in self._wanted:
             node = self._leaders[partition]

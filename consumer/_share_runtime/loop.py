@@ -209,9 +209,12 @@ class ShareRuntime:
                 return StoppedAndFlushed(request_id)
             case ApplyShareAssignment(request_id=request_id, assigned=assigned):
                 if self._close is None:
-                    await self._data.assign(
-                        TopicIdPartition(p.topic_id, p.partition) for p in assigned
-                    )
+                    try:
+                        await self._data.assign(
+                            TopicIdPartition(p.topic_id, p.partition) for p in assigned
+                        )
+                    except ConsumerError as exc:  # metadata unreachable: fetch what is known
+                        _log.warning("share assignment: metadata lookup failed: %s", exc)
                 return ShareAssignmentApplied(request_id)
             case ReportError(error_name=name, message=message, fatal=fatal):
                 _log.error("share member error %s: %s", name, message)
