@@ -18,8 +18,10 @@ from consumer._client.errors import (
 from consumer._version import __version__
 from consumer.config import ConfigError, ConsumerConfig, parse_config
 from consumer.errors import ConsumerError, KafkaError
+from consumer.share_consumer import AcknowledgeType, ShareConsumer
 
 __all__ = [
+    "AcknowledgeType",
     "CallbackMisuseError",
     "ConfigError",
     "Consumer",
@@ -31,6 +33,7 @@ __all__ = [
     "MemberEvent",
     "MemberListener",
     "RebalanceEvent",
+    "ShareConsumer",
     "StateTransition",
     "__version__",
     "parse_config",

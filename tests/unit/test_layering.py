@@ -43,6 +43,7 @@ KNOWN_LAYERS = frozenset(
         "consumer._config",
         "consumer._logging",
         "consumer._runtime",
+        "consumer._share_runtime",
         "consumer._version",
         "consumer._wire",
         "consumer.cli",
@@ -51,6 +52,7 @@ KNOWN_LAYERS = frozenset(
         "consumer.errors",
         "consumer.member",
         "consumer.share",
+        "consumer.share_consumer",
         "consumer.spark",
         "consumer.testing",
     }
@@ -72,7 +74,14 @@ def _rule(layer: str, *forbidden: str, allowed: tuple[str, ...] = ()) -> Rule:
 
 
 #: The facade (``consumer/__init__.py``), the CLI and the demo sit on top of everything.
-_OUTER = ("consumer", "consumer.cli", "consumer.demo", "consumer.spark", "consumer.testing")
+_OUTER = (
+    "consumer",
+    "consumer.cli",
+    "consumer.demo",
+    "consumer.share_consumer",
+    "consumer.spark",
+    "consumer.testing",
+)
 
 RULES: tuple[Rule, ...] = (
     _rule(
@@ -110,7 +119,9 @@ RULES: tuple[Rule, ...] = (
         "consumer._client",
         "consumer._wire",
     ),
-    _rule("consumer._runtime", *_OUTER, "consumer._client"),
+    _rule("consumer._runtime", *_OUTER, "consumer._client", "consumer._share_runtime"),
+    # The share consumer's background loop: like the runtime, it knows no client.
+    _rule("consumer._share_runtime", *_OUTER, "consumer._client"),
     # The testing kit's simulation is sans-I/O: no real-broker tooling, no runtime, no wire.
     _rule(
         "consumer.testing.sim",

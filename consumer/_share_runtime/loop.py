@@ -1,0 +1,245 @@
+"""The share consumer's background thread: an asyncio loop driving the share member core.
+
+The member's commands are carried out here: heartbeats go to the coordinator through the
+:class:`~consumer._runtime.cluster.ClusterClient`, ``StopAndFlush`` and ``ApplyShareAssignment``
+go to the :class:`~consumer._share_runtime.dataplane.ShareDataPlane`, whose answers are fed back.
+The application talks to it only through the two queues of :mod:`consumer._bridge.queues`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import threading
+import time
+from concurrent.futures import Future
+
+from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._bridge.settings import ClusterSettings
+from consumer._runtime.cluster import ClusterClient
+from consumer._runtime.retry import reconnect_policy
+from consumer._share_runtime.dataplane import ShareDataPlane
+from consumer._share_runtime.events import (
+    Acknowledge,
+    AppEvent,
+    Close,
+    Commit,
+    CommitResult,
+    RuntimeFailed,
+    ToAppEvent,
+)
+from consumer._wire.share_heartbeat import (
+    build_share_heartbeat_request,
+    parse_share_heartbeat_response,
+)
+from consumer.errors import ConsumerError
+from consumer.member.inputs import CoordinatorChanged, CoordinatorLost, HeartbeatTransportFailed
+from consumer.member.partitions import flatten_assignment
+from consumer.share import (
+    ApplyShareAssignment,
+    AppPolled,
+    CloseRequested,
+    SendShareHeartbeat,
+    ShareAssignmentApplied,
+    ShareCommand,
+    ShareHeartbeatFailed,
+    ShareHeartbeatSucceeded,
+    ShareInput,
+    ShareMember,
+    ShareMemberConfig,
+    StopAndFlush,
+    StoppedAndFlushed,
+)
+from consumer.share.acknowledgements import TopicIdPartition
+from consumer.share.commands import FindCoordinator, ReportError, ShutDown
+from consumer.share.fetch_parameters import ShareFetchParameters
+
+__all__ = ["ShareRuntime"]
+
+_log = logging.getLogger(__name__)
+#: Bound on the leave and the closing requests once close() was asked for.
+_CLOSE_BOUND_S = 30.0
+
+
+class ShareRuntime:
+    """Owns the background thread, its loop, the cluster client, the member and the data plane."""
+
+    def __init__(
+        self,
+        cluster_settings: ClusterSettings,
+        member_config: ShareMemberConfig,
+        parameters: ShareFetchParameters,
+    ) -> None:
+        self._settings = cluster_settings
+        self._member = ShareMember(member_config, random.SystemRandom())
+        self._parameters = parameters
+        self.to_background: ToBackground[AppEvent] = ToBackground()
+        self.to_application: ToApplication[ToAppEvent] = ToApplication()
+        self._thread = threading.Thread(
+            target=self._thread_main, name="share-consumer", daemon=True
+        )
+        self._started = time.monotonic()
+        self._shut_down = False
+        self._close: Close | None = None
+        self.finished = threading.Event()
+        self._cluster: ClusterClient
+        self._data: ShareDataPlane
+
+    @property
+    def member_id(self) -> str:
+        """The member id this consumer uses in heartbeats and share sessions."""
+        return self._member.member_id
+
+    def start(self) -> None:
+        """Start the background thread."""
+        self._thread.start()
+
+    def join(self, timeout_s: float) -> None:
+        """Wait for the thread to end (at most ``timeout_s``)."""
+        self._thread.join(timeout_s)
+
+    def _now_ms(self) -> int:
+        return int((time.monotonic() - self._started) * 1000)
+
+    def _thread_main(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # noqa: BLE001 - reported to the application, never lost
+            _log.exception("the background loop of the share consumer died")
+            self.to_application.put(RuntimeFailed(exc))
+            if self._close is not None and not self._close.reply.done():
+                self._close.reply.set_exception(exc)
+        finally:
+            self.finished.set()
+
+    async def _main(self) -> None:
+        wakeup = asyncio.Event()
+        self.to_background.attach(asyncio.get_running_loop(), wakeup)
+        settings = self._settings
+        async with ClusterClient(
+            settings.bootstrap_servers,
+            client_id=settings.client_id,
+            connect_timeout_ms=settings.connect_timeout_ms,
+            request_timeout_ms=settings.request_timeout_ms,
+            connect_retry=reconnect_policy(
+                settings.reconnect_backoff_ms, settings.reconnect_backoff_max_ms
+            ),
+            security=settings.security,
+        ) as cluster:
+            self._cluster = cluster
+            self._data = ShareDataPlane(
+                cluster,
+                self._member.config.group_id,
+                self._member.member_id,
+                self._parameters,
+                deliver=self.to_application.put,
+                undelivered=lambda: len(self.to_application),
+                retry_backoff_ms=self._member.config.retry_backoff_ms,
+            )
+            await self._run(wakeup)
+
+    async def _run(self, wakeup: asyncio.Event) -> None:
+        closing_deadline: float | None = None
+        while not self._shut_down:
+            wakeup.clear()
+            for event in self.to_background.drain():
+                await self._on_event(event)
+            if self._close is not None and closing_deadline is None:
+                closing_deadline = time.monotonic() + _CLOSE_BOUND_S
+            if closing_deadline is not None and time.monotonic() > closing_deadline:
+                _log.warning("share consumer close: the leave did not complete in time")
+                break
+            commands, deadline_ms = self._member.poll(self._now_ms())
+            await self._carry_out(commands)
+            if self._shut_down:
+                break
+            wait_ms = 1_000 if deadline_ms is None else max(0, deadline_ms - self._now_ms())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wakeup.wait(), min(wait_ms, 1_000) / 1000)
+        if self._close is not None and not self._close.reply.done():
+            self._close.reply.set_result(None)
+
+    async def _on_event(self, event: AppEvent) -> None:
+        match event:
+            case Acknowledge(acks=acks):
+                self._data.acknowledge(acks)
+            case Commit(reply=reply):
+                asyncio.create_task(self._commit(reply))
+            case Close():
+                self._close = event
+                await self._data.close()
+                await self._feed(CloseRequested())
+            case AppPolled():
+                self._data.nudge()
+                await self._feed(event)
+            case _:
+                await self._feed(event)
+
+    async def _commit(self, reply: Future[CommitResult]) -> None:
+        try:
+            reply.set_result(await self._data.commit())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting application
+            reply.set_exception(exc)
+
+    async def _feed(self, event: ShareInput) -> None:
+        await self._carry_out(self._member.handle(event, self._now_ms()))
+
+    async def _carry_out(self, commands: list[ShareCommand]) -> None:
+        pending = list(commands)
+        while pending:
+            answer = await self._execute(pending.pop(0))
+            if answer is not None:
+                pending += self._member.handle(answer, self._now_ms())
+
+    async def _execute(self, command: ShareCommand) -> ShareInput | None:
+        group_id = self._member.config.group_id
+        match command:
+            case FindCoordinator():
+                try:
+                    location = await self._cluster.find_coordinator(group_id, refresh=True)
+                except ConsumerError as exc:
+                    return CoordinatorLost(str(exc))
+                return CoordinatorChanged(location.node_id)
+            case SendShareHeartbeat(request_id=request_id):
+                return await self._heartbeat(request_id, command)
+            case StopAndFlush(request_id=request_id, partitions=partitions):
+                self._data.stop(TopicIdPartition(p.topic_id, p.partition) for p in partitions)
+                return StoppedAndFlushed(request_id)
+            case ApplyShareAssignment(request_id=request_id, assigned=assigned):
+                if self._close is None:
+                    try:
+                        await self._data.assign(
+                            TopicIdPartition(p.topic_id, p.partition) for p in assigned
+                        )
+                    except ConsumerError as exc:  # metadata unreachable: fetch what is known
+                        _log.warning("share assignment: metadata lookup failed: %s", exc)
+                return ShareAssignmentApplied(request_id)
+            case ReportError(error_name=name, message=message, fatal=fatal):
+                _log.error("share member error %s: %s", name, message)
+                if fatal:
+                    self.to_application.put(RuntimeFailed(ConsumerError(f"{name}: {message}")))
+            case ShutDown():
+                self._shut_down = True
+        return None
+
+    async def _heartbeat(self, request_id: int, command: SendShareHeartbeat) -> ShareInput | None:
+        request = command.request
+        try:
+            response = await self._cluster.coordinator_request(
+                request.group_id, build_share_heartbeat_request(request)
+            )
+            result = parse_share_heartbeat_response(response)
+        except ConsumerError as exc:
+            return HeartbeatTransportFailed(request_id, str(exc))
+        if result.error is not None:
+            return ShareHeartbeatFailed(request_id, result.error.code, result.error.broker_message)
+        assignment = result.assignment
+        return ShareHeartbeatSucceeded(
+            request_id,
+            result.member_epoch,
+            result.heartbeat_interval_ms,
+            None if assignment is None else flatten_assignment(assignment),
+            result.member_id,
+        )
