@@ -3,6 +3,10 @@
 ``from consumer import Consumer`` is a drop-in replacement for ``confluent_kafka.Consumer``.
 """
 
+# ``consumer.AcknowledgeType`` is confluent-kafka's own class (so values from either module work);
+# it is importable from here but not listed in ``__all__``, which names this package's own API.
+from confluent_kafka import AcknowledgeType as AcknowledgeType
+
 from consumer._bridge.member_events import (
     MemberEvent,
     MemberListener,
@@ -18,10 +22,9 @@ from consumer._client.errors import (
 from consumer._version import __version__
 from consumer.config import ConfigError, ConsumerConfig, parse_config
 from consumer.errors import ConsumerError, KafkaError
-from consumer.share_consumer import AcknowledgeType, ShareConsumer
+from consumer.share_consumer import ShareConsumer
 
 __all__ = [
-    "AcknowledgeType",
     "CallbackMisuseError",
     "ConfigError",
     "Consumer",

@@ -60,7 +60,8 @@ from consumer.share.acknowledgements import AcknowledgeType as WireAcknowledgeTy
 from consumer.share.acknowledgements import TopicIdPartition
 from consumer.share.fetch_parameters import ShareFetchParameters
 
-__all__ = ["AcknowledgeType", "ShareConsumer", "parse_share_config"]
+# AcknowledgeType is confluent-kafka's own (re-exported by consumer, not part of our __all__).
+__all__ = ["ShareConsumer", "parse_share_config"]
 
 AckMode = Literal["implicit", "explicit"]
 #: Keys only a share consumer takes; removed before the common keys are checked.
