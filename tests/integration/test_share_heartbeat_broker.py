@@ -53,6 +53,9 @@ from consumer.share.commands import FindCoordinator, ReportError, ShutDown
 pytestmark = pytest.mark.integration
 
 COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+COORDINATOR_RETRIABLE = (COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR)
 UNKNOWN_MEMBER_ID = 25
 FENCED_MEMBER_EPOCH = 110
 STEP_BOUND_S = 30.0
@@ -92,11 +95,14 @@ async def test_raw_share_heartbeats_join_get_every_partition_and_leave(
     join = ShareHeartbeatRequest(group_id, member_id, 0, None, (topic,))
     result = await share_heartbeat(cluster, join)
     attempts = 1
-    while result.error is not None and result.error.code == COORDINATOR_LOAD_IN_PROGRESS:
-        # A fresh broker may still be loading the share coordinator's state: the protocol says
-        # retry after a backoff (100 ms, as the member's first backoff).
-        assert attempts < 100, "the coordinator never finished loading"
+    while result.error is not None and result.error.code in COORDINATOR_RETRIABLE:
+        # A fresh broker may still be loading the coordinator's state or electing the leader of
+        # the group's __consumer_offsets partition: the protocol says look the coordinator up
+        # again and retry after a backoff (100 ms, as the member's first backoff).
+        assert attempts < 100, f"the coordinator never became ready: {result.error}"
         await asyncio.sleep(0.1)
+        if result.error.code != COORDINATOR_LOAD_IN_PROGRESS:
+            await cluster.find_coordinator(group_id, refresh=True)
         result = await share_heartbeat(cluster, join)
         attempts += 1
     assert result.error is None, result.error
