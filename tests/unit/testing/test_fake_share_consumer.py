@@ -283,3 +283,36 @@ def test_the_same_seed_gives_the_same_run() -> None:
     assert first == run(7)
     assert len(first[1]) == 20
     assert run(8) != first
+
+
+def test_a_member_that_stops_polling_leaves_and_rejoins_on_its_next_poll() -> None:
+    cluster = cluster_with(partitions=2)
+    stalls = cluster.share_consumer(config(**{"max.poll.interval.ms": 10_000}))
+    other = cluster.share_consumer(config())
+    stalls.subscribe([TOPIC])
+    other.subscribe([TOPIC])
+    cluster.advance(6_000)
+    assert len(stalls.assignment()) == 1
+    cluster.advance(10_000)  # no poll for longer than max.poll.interval.ms
+    assert stalls.state == "STALE"
+    assert stalls.assignment() == []
+    assert stalls.memberid() not in cluster.group("g").members
+    cluster.advance(5_000)
+    assert len(other.assignment()) == 2
+    stalls.poll(0.1)
+    cluster.advance(6_000)
+    assert stalls.state == "STABLE"
+    assert len(stalls.assignment()) == 1
+
+
+def test_unsubscribe_leaves_the_group_and_its_partitions_go_to_the_others() -> None:
+    cluster = cluster_with(partitions=2)
+    leaving, staying = cluster.share_consumer(config()), cluster.share_consumer(config())
+    leaving.subscribe([TOPIC])
+    staying.subscribe([TOPIC])
+    cluster.advance(6_000)
+    leaving.unsubscribe()
+    assert leaving.memberid() not in cluster.group("g").members
+    assert leaving.state == "UNSUBSCRIBED"
+    cluster.advance(6_000)
+    assert len(staying.assignment()) == 2

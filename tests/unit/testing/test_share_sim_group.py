@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections import Counter
 
@@ -163,3 +164,25 @@ def test_a_new_subscribed_topic_and_new_partitions_bump_the_epoch() -> None:
     assert len(sim.target["a"]) == 4
     sim.create_topic("unrelated", 1)
     assert sim.group_epoch == epoch + 2
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_balance_holds_through_random_joins_and_leaves(seed: int) -> None:
+    rng = random.Random(seed)
+    partitions = rng.randint(1, 6)
+    members: list[str] = []
+    target: dict[str, frozenset[TopicIdPartition]] = {}
+    for step in range(30):
+        if members and rng.random() < 0.4:
+            members.remove(rng.choice(members))
+        else:
+            members.append(f"m{step}")
+        target = assign(members, partitions, target)
+        if not members:
+            continue
+        counts = [len(target[m]) for m in members]
+        sharing = -(-len(members) // partitions)
+        assert min(counts) >= 1, (step, target)
+        assert max(counts) - min(counts) <= 1, (step, counts)
+        assert set(per_partition(target)) == set(range(partitions)), (step, target)
+        assert max(per_partition(target).values()) <= sharing, (step, target)
