@@ -11,9 +11,10 @@ of the previous ``poll`` are ACCEPTed at the next ``poll``, ``commit_sync``, ``c
 ``close`` and ``acknowledge`` raises ``IllegalStateException``; in ``explicit`` mode each record
 must be acknowledged before the next ``poll``. Acknowledgements are sent on the next ``poll``
 (piggybacked on the fetch) or commit; their outcome per partition goes to the acknowledgement
-commit callback, which runs on the caller's thread inside ``poll``, ``commit_sync`` or ``close``
-(an ACCEPT that arrives after the record's lock expired fails with INVALID_RECORD_STATE, and the
-record is delivered again). ``close`` releases every record still held at once, then leaves.
+commit callback, which runs on the caller's thread inside ``poll``, ``commit_sync``,
+``commit_async`` (outcomes of earlier calls) or ``close`` (an ACCEPT that arrives after the
+record's lock expired fails with INVALID_RECORD_STATE, and the record is delivered again).
+``close`` releases every record still held at once, then leaves.
 
 ``poll(timeout)`` moves the simulated clock (never the wall clock) until records are acquired or
 ``timeout`` has passed, so ``poll(1.0)`` returns at once. Time spent processing is simulated by
@@ -125,18 +126,14 @@ class FakeShareConsumer:
         return [TopicPartition(tp.topic, tp.partition) for tp in self.runtime.fetching]
 
     def crash(self) -> None:
-        """Die at once, as a killed process: no acknowledgement, no leave; the records held stay
-        locked until their locks expire, and the member is removed when its session expires."""
+        """Die at once, as a killed process: no acknowledgement, no leave (records stay locked)."""
         self.runtime.crash()
         self._closed = True
 
     def drop_heartbeats(self, duration_ms: int) -> None:
-        """Lose every heartbeat for ``duration_ms`` (a broken connection to the coordinator).
-
-        Fetching and acknowledging go on (KIP-932 does not fence the data plane); past the
-        session timeout the coordinator removes the member, whose next heartbeat then gets
-        UNKNOWN_MEMBER_ID and rejoins.
-        """
+        """Lose every heartbeat for ``duration_ms`` (fetching and acknowledging go on, as
+        KIP-932 does not fence the data plane); past the session timeout the member is removed,
+        and rejoins when its heartbeats get through again (UNKNOWN_MEMBER_ID)."""
         if duration_ms < 0:
             raise ValueError(f"duration_ms must be >= 0, got {duration_ms}")
         self.runtime.heartbeats_dropped_until_ms = self._now_ms() + duration_ms
@@ -306,8 +303,7 @@ class FakeShareConsumer:
         )
 
     def commit_sync(self, timeout: float = 60) -> dict[TopicPartition, KafkaException | None]:
-        """Send the pending acknowledgements now; their outcome per partition (None: applied);
-        empty when nothing was pending. ``timeout`` is accepted for parity (nothing waits)."""
+        """Send the pending acknowledgements; their outcome per partition (None: applied)."""
         self._check_open()
         self._accept_previous()
         outcome = self._send_acknowledgements()
@@ -315,17 +311,18 @@ class FakeShareConsumer:
         return outcome
 
     def commit_async(self) -> None:
-        """Send the pending acknowledgements now; the outcome goes to the acknowledgement
-        commit callback during the next ``poll``, ``commit_sync`` or ``close``."""
+        """Send the pending acknowledgements now; their outcome goes to the acknowledgement
+        commit callback from a later call (earlier outcomes are delivered here)."""
         self._check_open()
+        self._run_callbacks()
         self._accept_previous()
         self._send_acknowledgements()
 
     def set_acknowledgement_commit_callback(self, callback: Any) -> None:
         """Call ``callback(offsets, error)`` with the outcome of each partition's
         acknowledgements (``offsets``: ``{TopicPartition: {offset, ...}}``; ``error``: a
-        ``KafkaException`` or None), on the caller's thread inside ``poll``, ``commit_sync`` or
-        ``close``. ``None`` removes it. Consumer methods called from it raise
+        ``KafkaException`` or None), on the caller's thread inside ``poll``, ``commit_sync``,
+        ``commit_async`` or ``close``. ``None`` removes it. Consumer methods called from it raise
         ``IllegalStateException``.
         """
         self._check_open()

@@ -9,13 +9,16 @@ Each record of a partition read by a share group is, for that group:
 * ``ARCHIVED``: REJECTed, or released (RELEASE, lock expiry, session close) once its delivery
   count reached ``share.delivery.count.limit``; never delivered again.
 
-RELEASE, lock expiry and the closing of the holder's share session put a record back to
-AVAILABLE (or ARCHIVED at the limit); RENEW extends the lock. An acknowledgement of a record the
-member does not hold (never acquired, acknowledged already, or its lock expired) fails with
-INVALID_RECORD_STATE (121), as on the broker. The first fetch of a partition fixes its start
-offset from ``share.auto.offset.reset`` (``latest`` by default, as in Kafka: records produced
-before are not delivered; ``earliest``: from offset 0). Lock expiry is applied whenever the
-partition is read, at the current simulated time, which gives the same outcome as a timer.
+RELEASE, lock expiry and the closing of the holder's share session put a record back to AVAILABLE
+(or ARCHIVED at the limit) without lowering its delivery count (as Kafka does since KAFKA-19972: a
+record released by a closing consumer comes back with count 2, which
+``tests/integration/test_share_consumer.py`` shows on Kafka 4.3); RENEW extends the lock. An
+acknowledgement of a record the member does not hold (never acquired, acknowledged already, or its
+lock expired) fails with INVALID_RECORD_STATE (121), as on the broker. The first fetch of a
+partition fixes its start offset from ``share.auto.offset.reset`` (``latest`` by default, as in
+Kafka: records produced before are not delivered; ``earliest``: from offset 0). Lock expiry is
+applied whenever the partition is read, at the current simulated time, which gives the same outcome
+as a timer.
 """
 
 from __future__ import annotations
