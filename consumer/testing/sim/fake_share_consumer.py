@@ -125,10 +125,16 @@ class FakeShareConsumer:
         """The partitions this member fetches now (its share of the group's assignment)."""
         return [TopicPartition(tp.topic, tp.partition) for tp in self.runtime.fetching]
 
-    def crash(self) -> None:
-        """Die at once, as a killed process: no acknowledgement, no leave (records stay locked)."""
+    def crash(self, *, connections_closed: bool = True) -> None:
+        """Die at once: no acknowledgement, no leave heartbeat (the member is removed when its
+        session times out). A killed process's connections close, and the broker then releases
+        its records at once (Kafka 4.1+, KAFKA-19015; seen on 4.3); ``connections_closed=False``
+        is a host that vanished: its records stay locked until their locks expire."""
         self.runtime.crash()
         self._closed = True
+        if connections_closed:
+            shares = self._cluster.share_partitions(self._group_id)
+            shares.release_member(self.memberid(), self._now_ms())
 
     def drop_heartbeats(self, duration_ms: int) -> None:
         """Lose every heartbeat for ``duration_ms`` (fetching and acknowledging go on, as

@@ -232,15 +232,33 @@ def test_close_releases_at_once_and_a_crash_holds_records_until_the_locks_expire
     assert len(closing.poll(1.0)) == 2
     closing.close()
     assert cluster.record_state("g", TOPIC, 0, 0) == (RecordState.AVAILABLE, 1)
-    crashing = cluster.share_consumer(config(**{"share.acknowledgement.mode": "explicit"}))
-    crashing.subscribe([TOPIC])
-    assert seen(crashing.poll(1.0)) == [(0, 0, 2), (0, 1, 2)]
-    crashing.crash()
+    vanishing = cluster.share_consumer(config(**{"share.acknowledgement.mode": "explicit"}))
+    vanishing.subscribe([TOPIC])
+    assert seen(vanishing.poll(1.0)) == [(0, 0, 2), (0, 1, 2)]
+    vanishing.crash(connections_closed=False)  # the host is gone: nobody closes its sessions
+    with pytest.raises(IllegalStateException, match="closed"):
+        vanishing.poll(0)
     later = cluster.share_consumer(config())
     later.subscribe([TOPIC])
     started = cluster.clock.now_ms
     assert seen(later.poll(60.0)) == [(0, 0, 3), (0, 1, 3)]
     assert cluster.clock.now_ms - started >= 29_000  # the locks had to run out first
+
+
+def test_a_killed_process_has_its_records_released_when_its_connections_close() -> None:
+    cluster = cluster_with(records=2, **{"share.record.lock.duration.ms": 60_000})
+    killed = cluster.share_consumer(config(**{"share.acknowledgement.mode": "explicit"}))
+    killed.subscribe([TOPIC])
+    assert len(killed.poll(1.0)) == 2
+    killed.crash()
+    taker = cluster.share_consumer(config())
+    taker.subscribe([TOPIC])
+    started = cluster.clock.now_ms
+    assert seen(taker.poll(60.0)) == [(0, 0, 2), (0, 1, 2)]
+    assert cluster.clock.now_ms - started < 60_000
+    assert killed.memberid() in cluster.group("g").members  # until its session times out
+    cluster.advance(46_000)
+    assert killed.memberid() not in cluster.group("g").members
 
 
 def test_latest_by_default_skips_records_produced_before_the_first_read() -> None:
