@@ -11,8 +11,21 @@ from consumer.testing.sim.clock import ManualClock
 from consumer.testing.sim.cluster import CallbackCall, SimCluster
 from consumer.testing.sim.coordinator import CoordinatorSim, HeartbeatResponse
 from consumer.testing.sim.fake_consumer import FakeConsumer
+from consumer.testing.sim.fake_share_consumer import (
+    AcknowledgementCommitCallback,
+    FakeShareConsumer,
+)
 from consumer.testing.sim.group import GroupSim, SimResult, SimulationError
 from consumer.testing.sim.harness import Exchange, GroupHarness, HarnessError, MemberDriver
+from consumer.testing.sim.share_assignor import simple_share_assignment
+from consumer.testing.sim.share_cluster import ShareSimCluster
+from consumer.testing.sim.share_coordinator import ShareCoordinatorSim, ShareHeartbeatReply
+from consumer.testing.sim.share_partitions import (
+    RecordState,
+    ShareGroupSettings,
+    SharePartitionSim,
+    SharePartitionsSim,
+)
 from consumer.testing.sim.steps import (
     Step,
     add_partitions,
@@ -30,7 +43,17 @@ from consumer.testing.sim.steps import (
 )
 
 __all__ = [
+    "AcknowledgementCommitCallback",
     "Autopilot",
+    "FakeShareConsumer",
+    "RecordState",
+    "ShareCoordinatorSim",
+    "ShareGroupSettings",
+    "ShareHeartbeatReply",
+    "SharePartitionSim",
+    "SharePartitionsSim",
+    "ShareSimCluster",
+    "simple_share_assignment",
     "CoordinatorSim",
     "Exchange",
     "GroupHarness",
