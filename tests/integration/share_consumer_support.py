@@ -33,13 +33,17 @@ from confluent_kafka import Message, Producer
 from confluent_kafka import ShareConsumer as ConfluentShareConsumer
 from confluent_kafka.admin import AdminClient, ConfigResource
 from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
-from kio.schema.share_group_describe.v1.response import ShareGroupDescribeResponse
+from kio.schema.share_group_describe.v1.response import (
+    DescribedGroup,
+    ShareGroupDescribeResponse,
+)
 from kio.schema.types import GroupId
-from share_wire_support import set_share_group_configs
+from share_wire_support import JOIN_BOUND_S as DESCRIBE_BOUND_S
+from share_wire_support import RETRY_BACKOFF_S, set_share_group_configs
 
 from consumer import ShareConsumer
 from consumer._runtime.cluster import ClusterClient
-from consumer.errors import error_or_none
+from consumer.errors import CoordinatorError, KafkaError, error_or_none
 
 #: The group's lock duration unless a test sets its own: longer than any test, so a record seen
 #: again was released (or its holder died and a shorter lock was set on purpose).
@@ -254,20 +258,32 @@ class ShareGroupMember:
 
 
 def describe_share_group(bootstrap: str, group_id: str) -> dict[str, ShareGroupMember]:
-    """The group's members by id (ShareGroupDescribe v1 to the coordinator)."""
+    """The group's members by id (ShareGroupDescribe v1 to the coordinator), retrying while
+    the coordinator loads or moves (as a fresh broker's does)."""
 
-    async def describe() -> ShareGroupDescribeResponse:
+    async def describe() -> DescribedGroup | None:
         async with ClusterClient(bootstrap) as cluster:
             request = ShareGroupDescribeRequest(
                 group_ids=(GroupId(group_id),), include_authorized_operations=False
             )
-            response = await cluster.coordinator_request(group_id, request)
-            assert isinstance(response, ShareGroupDescribeResponse)
-            return response
+            deadline = time.monotonic() + DESCRIBE_BOUND_S
+            while True:
+                response = await cluster.coordinator_request(group_id, request)
+                assert isinstance(response, ShareGroupDescribeResponse)
+                (group,) = response.groups
+                error = error_or_none(group.error_code, group.error_message)
+                if not isinstance(error, CoordinatorError) or time.monotonic() > deadline:
+                    break
+                await asyncio.sleep(RETRY_BACKOFF_S)
+                await cluster.find_coordinator(group_id, refresh=True)
+            if isinstance(error, KafkaError) and error.name == "GROUP_ID_NOT_FOUND":
+                return None  # no member has joined yet
+            assert error is None, error
+            return group
 
-    (group,) = asyncio.run(describe()).groups
-    error = error_or_none(group.error_code, group.error_message)
-    assert error is None, error
+    group = asyncio.run(describe())
+    if group is None:
+        return {}
     return {
         member.member_id: ShareGroupMember(
             member.member_id,
