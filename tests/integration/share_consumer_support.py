@@ -123,8 +123,10 @@ class ShareConsumers:
         self.bootstrap = bootstrap
         self._made: list[Any] = []
 
-    def __call__(self, group_id: str, impl: str = OURS, **extra: object) -> Any:
-        conf = share_config(self.bootstrap, group_id, **extra)
+    def __call__(
+        self, group_id: str, impl: str = OURS, config: Mapping[str, object] | None = None
+    ) -> Any:
+        conf = share_config(self.bootstrap, group_id, **(config or {}))
         made = ShareConsumer(conf) if impl == OURS else ConfluentShareConsumer(conf)
         self._made.append(made)
         return made
@@ -136,7 +138,8 @@ class ShareConsumers:
 
 @pytest.fixture(name="share_consumers")
 def share_consumers_fixture(kafka_bootstrap: str) -> Iterator[ShareConsumers]:
-    """``share_consumers(group_id, impl="ours", **config)`` -> a consumer, closed at the end."""
+    """``share_consumers(group_id, impl="ours", config=None)`` -> a consumer (``config`` adds
+    keys to ``bootstrap.servers`` and ``group.id``), closed at the end."""
     factory = ShareConsumers(kafka_bootstrap)
     try:
         yield factory

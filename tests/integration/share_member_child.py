@@ -72,7 +72,7 @@ def observe_data_plane(record: Recorder) -> None:
         record("dp_fetch", partitions=partitions(wanted))
         await fetch_once(self, node, session, wanted, acks)
 
-    plane.stop = on_stop  # type: ignore[method-assign]
+    plane.stop = on_stop  # type: ignore[method-assign, assignment]
     plane.assign = on_assign  # type: ignore[method-assign]
     plane._fetch_once = on_fetch  # type: ignore[method-assign]
 

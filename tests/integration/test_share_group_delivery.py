@@ -49,7 +49,7 @@ def test_six_members_on_two_partitions_accept_every_record_exactly_once(
     group_id = share_group(admin, unique_name)
     total = 3000
     members = [
-        PollingMember(f"m{i}", share_consumers(group_id, **{"max.poll.records": 50}), [topic])
+        PollingMember(f"m{i}", share_consumers(group_id, config={"max.poll.records": 50}), [topic])
         for i in range(6)
     ]
     ids = {member.consumer.memberid() for member in members}
@@ -92,7 +92,7 @@ def test_a_record_released_at_the_delivery_limit_is_archived(
     group_id = share_group(admin, unique_name, share_delivery_count_limit="2")
     poison = 3
     produce(kafka_bootstrap, topic, 10)
-    consumer = share_consumers(group_id, **{"share.acknowledgement.mode": "explicit"})
+    consumer = share_consumers(group_id, config={"share.acknowledgement.mode": "explicit"})
     consumer.subscribe([topic])
     poison_counts: list[int | None] = []
     accepted: list[int] = []
@@ -148,7 +148,7 @@ def test_compressed_records_with_headers_round_trip_exactly(
         for index in range(25):
             key = f"{codec}-{index}".encode()
             value = (f"{codec} record {index} " * 20).encode()
-            headers = [
+            headers: list[tuple[str, str | bytes | None]] = [
                 ("trace", f"t-{codec}-{index}".encode()),
                 ("dup", b"first"),
                 ("dup", b"second"),
