@@ -44,12 +44,11 @@ from share_wire_support import RETRY_BACKOFF_S, set_share_group_configs
 from consumer import ShareConsumer
 from consumer._runtime.cluster import ClusterClient
 from consumer.errors import CoordinatorError, KafkaError, error_or_none
+from tests.support import OURS
 
 #: The group's lock duration unless a test sets its own: longer than any test, so a record seen
 #: again was released (or its holder died and a shorter lock was set on purpose).
 LOCK_DURATION_MS = 60_000
-OURS = "ours"
-CONFLUENT = "confluent"
 
 
 def produce(

@@ -10,8 +10,6 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka.admin import AdminClient
 from share_consumer_support import (
-    CONFLUENT,
-    OURS,
     Delivery,
     PollingMember,
     ShareConsumers,
@@ -23,7 +21,7 @@ from share_consumer_support import (
     share_group,
 )
 
-from tests.support import wait_until
+from tests.support import CONFLUENT, OURS, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
