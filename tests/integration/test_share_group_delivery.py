@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import TIMESTAMP_CREATE_TIME, Message, Producer
 from confluent_kafka.admin import AdminClient
 from share_consumer_support import (
+    Delivery,
     PollingMember,
     ShareConsumers,
     describe_share_group,
@@ -63,7 +64,7 @@ def test_six_members_on_two_partitions_accept_every_record_exactly_once(
     wait_until(all_assigned, 30, "six members assigned", interval_s=0.2)
     produce(kafka_bootstrap, topic, total, partitions=2, batch_records=50)
 
-    def everything() -> list[Any]:
+    def everything() -> list[Delivery]:
         return [d for member in members for d in member.received()]
 
     wait_until(
