@@ -3,9 +3,12 @@
 ``from consumer import Consumer`` is a drop-in replacement for ``confluent_kafka.Consumer``.
 """
 
-# ``consumer.AcknowledgeType`` is confluent-kafka's own class (so values from either module work);
-# it is importable from here but not listed in ``__all__``, which names this package's own API.
+# ``consumer.AcknowledgeType`` and ``consumer.KafkaException`` are confluent-kafka's own classes
+# (so values from either module work, and a confluent ``ShareConsumer`` program needs only its
+# import line changed); importable from here but not listed in ``__all__``, which names this
+# package's own API.
 from confluent_kafka import AcknowledgeType as AcknowledgeType
+from confluent_kafka import KafkaException as KafkaException
 
 from consumer._bridge.member_events import (
     MemberEvent,

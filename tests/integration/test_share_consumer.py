@@ -14,9 +14,10 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 import pytest
-from confluent_kafka import IllegalStateException, Message, Producer, TopicPartition
+from confluent_kafka import IllegalStateException, Message, TopicPartition
 from confluent_kafka.admin import AdminClient
-from share_wire_support import set_share_group_configs
+from share_consumer_support import LOCK_DURATION_MS, poll_until, produce, share_group
+from share_consumer_support import share_config as config
 
 from consumer import AcknowledgeType, ShareConsumer
 from consumer._runtime.cluster import ClusterClient
@@ -29,30 +30,6 @@ from consumer.share import ShareHeartbeatRequest
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 UNKNOWN_MEMBER_ID = 25
-#: Longer than any wait below: a record seen again sooner was released, not expired.
-LOCK_DURATION_MS = 60_000
-
-
-def produce(bootstrap: str, topic: str, count: int, *, start: int = 0, partitions: int = 1) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-    for index in range(start, start + count):
-        producer.produce(topic, value=f"v{index}".encode(), partition=index % partitions)
-    assert producer.flush(30) == 0
-
-
-def share_group(admin: AdminClient, unique_name: Callable[[str], str]) -> str:
-    group_id = unique_name("share")
-    set_share_group_configs(
-        admin,
-        group_id,
-        share_auto_offset_reset="earliest",
-        share_record_lock_duration_ms=str(LOCK_DURATION_MS),
-    )
-    return group_id
-
-
-def config(bootstrap: str, group_id: str, **extra: object) -> dict[str, object]:
-    return {"bootstrap.servers": bootstrap, "group.id": group_id, **extra}
 
 
 @pytest.fixture
@@ -61,18 +38,6 @@ def consumers() -> Iterator[list[ShareConsumer]]:
     yield made
     for consumer in made:
         consumer.close()
-
-
-def poll_until(
-    consumer: ShareConsumer, done: Callable[[list[Message]], bool], bound_s: float = 30.0
-) -> list[Message]:
-    """Poll (acknowledging nothing itself) until ``done(everything so far)``."""
-    got: list[Message] = []
-    deadline = time.monotonic() + bound_s
-    while not done(got):
-        assert time.monotonic() < deadline, f"only {len(got)} records: {got}"
-        got.extend(consumer.poll(0.5))
-    return got
 
 
 def test_three_implicit_members_accept_every_record_exactly_once(
