@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Final, TypeVar
 
+from confluent_kafka import KafkaException
+
 from consumer.config import ConfigError, SecurityConfig, parse_config
 from consumer.errors import ConsumerError, KafkaConnectionError, KafkaTimeoutError
 from consumer.testing.real.detached import read_broker_state
@@ -127,7 +129,8 @@ def add_group_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         dest="timeout_ms",
         type=_positive_int,
         default=DEFAULT_TIMEOUT_MS,
-        help=f"bound on connecting and on each request, in ms (default {DEFAULT_TIMEOUT_MS})",
+        help="bound on connecting, and again on the requests that follow, in ms "
+        f"(default {DEFAULT_TIMEOUT_MS})",
     )
     group = commands.add_parser(
         "group", help="list and describe consumer, classic and share groups"
@@ -183,12 +186,13 @@ def _run(args: argparse.Namespace, action: Callable[[GroupAdmin], Awaitable[T]])
             security = security_from_properties(properties, str(args.command_config))
         properties.pop("bootstrap.servers", None)
         return asyncio.run(_with_admin(bootstrap, properties, security, args.timeout_ms, action))
-    except CommandError as error:
+    except (CommandError, GroupNotFoundError) as error:
         print(f"kgm group: {error}", file=sys.stderr)
-    except GroupNotFoundError as error:
-        print(f"kgm group: {error}", file=sys.stderr)
-    except ConsumerError as error:
-        print(f"kgm group: {_describe_failure(error)}", file=sys.stderr)
+    except ConsumerError as error:  # a broker error or a lost connection, named by its class
+        print(f"kgm group: {type(error).__name__}: {error}", file=sys.stderr)
+    except KafkaException as error:  # from confluent-kafka's AdminClient calls
+        reason = error.args[0] if error.args else error
+        print(f"kgm group: {getattr(reason, 'str', reason.__str__)()}", file=sys.stderr)
     return None
 
 
@@ -227,7 +231,3 @@ async def _with_admin(
             ) from None
     finally:
         await admin.close()
-
-
-def _describe_failure(error: ConsumerError) -> str:
-    return f"{type(error).__name__}: {error}"

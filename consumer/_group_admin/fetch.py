@@ -37,7 +37,7 @@ from consumer._wire import (
     parse_list_groups_response,
     parse_share_group_describe_response,
 )
-from consumer.config import SecurityConfig
+from consumer.config import ConfigError, SecurityConfig
 from consumer.errors import ConsumerError, GroupIdNotFoundError, KafkaError
 
 from .model import (
@@ -104,7 +104,13 @@ class GroupAdmin:
         self._admin: Any = None
 
     async def start(self) -> None:
-        """Connect to the first reachable bootstrap broker and learn the brokers."""
+        """Check the AdminClient's configuration, connect to the first reachable bootstrap
+        broker and learn the brokers.
+
+        Raises:
+            ConfigError: confluent-kafka refused a ``--command-config`` key.
+        """
+        self._admin_client()
         await self._cluster.start()
 
     async def close(self) -> None:
@@ -273,11 +279,18 @@ class GroupAdmin:
 
     def _admin_client(self) -> Any:
         if self._admin is None:
+            from confluent_kafka import KafkaException
             from confluent_kafka.admin import AdminClient
 
-            self._admin = AdminClient(
-                {**self._admin_config, "bootstrap.servers": self._bootstrap_servers}
-            )
+            try:
+                self._admin = AdminClient(
+                    {**self._admin_config, "bootstrap.servers": self._bootstrap_servers}
+                )
+            except KafkaException as error:
+                reason = error.args[0].str() if error.args else str(error)
+                raise ConfigError(
+                    f"confluent-kafka's AdminClient refused the configuration: {reason}"
+                ) from None
         return self._admin
 
 

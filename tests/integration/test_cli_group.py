@@ -363,6 +363,7 @@ def test_describe_classic_group_through_confluent_admin(
     assert described["state"] == "Stable"
     assert described["group_epoch"] is None
     assert described["assignment_epoch"] is None
+    assert described["assignor"] == "range", "librdkafka's first partition.assignment.strategy"
     (member,) = described["members"]
     assert member["member_id"] == classic.memberid()
     assert member["client_id"] == "cli-classic"

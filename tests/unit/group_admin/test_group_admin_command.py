@@ -133,3 +133,16 @@ def test_a_silent_broker_is_named_with_the_timeout(capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert code == 1
     assert f"could not reach the Kafka cluster at {address} within 800 ms (--timeout)" in err
+
+
+def test_a_key_confluent_kafka_refuses_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "client.properties"
+    path.write_text("no.such.key=1\n")
+    address = f"127.0.0.1:{_closed_port()}"
+    code = main(["group", "list", "--bootstrap-server", address, "--command-config", str(path)])
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "AdminClient refused the configuration" in err
+    assert '"no.such.key"' in err
