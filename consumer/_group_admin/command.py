@@ -21,7 +21,12 @@ from typing import Final, TypeVar
 from confluent_kafka import KafkaException
 
 from consumer.config import ConfigError, SecurityConfig, parse_config
-from consumer.errors import ConsumerError, KafkaConnectionError, KafkaTimeoutError
+from consumer.errors import (
+    ConsumerError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
+)
 from consumer.testing.real.detached import read_broker_state
 
 from .fetch import GroupAdmin, GroupNotFoundError
@@ -220,6 +225,11 @@ async def _with_admin(
             raise CommandError(
                 f"could not reach the Kafka cluster at {bootstrap} within {timeout_ms} ms "
                 f"(--timeout): {reason}"
+            ) from None
+        except KafkaError as error:  # e.g. SASL_AUTHENTICATION_FAILED; names no secret
+            raise CommandError(
+                f"the Kafka cluster at {bootstrap} refused the connection: "
+                f"{type(error).__name__}: {error}"
             ) from None
         try:
             async with asyncio.timeout(timeout_ms / 1000):
