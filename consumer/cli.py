@@ -4,7 +4,8 @@
 Kafka broker of :mod:`consumer.testing.real.broker` (a detached broker belongs to the project of
 the working directory, or to ``--state-dir``: see :mod:`consumer.testing.real.detached`);
 ``kgm demo`` runs the README's main job; ``kgm timeline plot FILE -o OUT.png`` draws a recorded
-rebalance timeline; ``kgm --version`` prints the package version.
+rebalance timeline; ``kgm group list`` and ``kgm group describe GROUP`` show a cluster's groups
+(:mod:`consumer._group_admin`); ``kgm --version`` prints the package version.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from consumer._group_admin import add_group_commands
 from consumer._version import __version__
 from consumer.testing.real.broker import LocalBroker
 from consumer.testing.real.detached import (
@@ -145,6 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(handler=_demo)
     add_timeline_commands(commands)
+    add_group_commands(commands)
     return parser
 
 

@@ -45,6 +45,11 @@ from .heartbeat import (
     build_heartbeat_request,
     parse_heartbeat_response,
 )
+from .list_groups import (
+    ListedGroup,
+    build_list_groups_request,
+    parse_list_groups_response,
+)
 from .metadata import (
     BrokerAddress,
     ClusterMetadata,
@@ -93,6 +98,18 @@ from .share_fetch import (
     ShareFetchResult,
     build_share_fetch_request,
     parse_share_fetch_response,
+)
+from .share_group_describe import (
+    DescribedShareGroup,
+    DescribedShareMember,
+    build_share_group_describe_request,
+    parse_share_group_describe_response,
+)
+from .share_group_offsets import (
+    ShareGroupOffsets,
+    SharePartitionOffset,
+    build_describe_share_group_offsets_request,
+    parse_describe_share_group_offsets_response,
 )
 from .versions import (
     ALL_GROUP_APIS,
@@ -182,4 +199,15 @@ __all__ = [
     "ShareFetchResult",
     "build_share_fetch_request",
     "parse_share_fetch_response",
+    "ListedGroup",
+    "build_list_groups_request",
+    "parse_list_groups_response",
+    "DescribedShareGroup",
+    "DescribedShareMember",
+    "build_share_group_describe_request",
+    "parse_share_group_describe_response",
+    "ShareGroupOffsets",
+    "SharePartitionOffset",
+    "build_describe_share_group_offsets_request",
+    "parse_describe_share_group_offsets_response",
 ]

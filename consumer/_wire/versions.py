@@ -34,12 +34,15 @@ class ApiKey(enum.IntEnum):
     OFFSET_FETCH = 9
     METADATA = 3
     FIND_COORDINATOR = 10
+    LIST_GROUPS = 16
     API_VERSIONS = 18
     CONSUMER_GROUP_HEARTBEAT = 68
     CONSUMER_GROUP_DESCRIBE = 69
     SHARE_GROUP_HEARTBEAT = 76
+    SHARE_GROUP_DESCRIBE = 77
     SHARE_FETCH = 78
     SHARE_ACKNOWLEDGE = 79
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,11 @@ SUPPORTED_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyType(
         # mode and RENEW.
         ApiKey.SHARE_FETCH: VersionRange(1, 2),
         ApiKey.SHARE_ACKNOWLEDGE: VersionRange(1, 2),
+        # Admin reads of ``kgm group``: ListGroups v5 reports the group type; ShareGroupDescribe
+        # has only v1; DescribeShareGroupOffsets v1 (4.2+) adds the lag (KIP-1226).
+        ApiKey.LIST_GROUPS: VersionRange(5, 5),
+        ApiKey.SHARE_GROUP_DESCRIBE: VersionRange(1, 1),
+        ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: VersionRange(0, 1),
     }
 )
 """What this SDK can build and parse, per API (all within what kio models)."""
@@ -115,6 +123,9 @@ _API_LABELS: Final[Mapping[ApiKey, str]] = {
     ApiKey.SHARE_GROUP_HEARTBEAT: "ShareGroupHeartbeat",
     ApiKey.SHARE_FETCH: "ShareFetch",
     ApiKey.SHARE_ACKNOWLEDGE: "ShareAcknowledge",
+    ApiKey.LIST_GROUPS: "ListGroups",
+    ApiKey.SHARE_GROUP_DESCRIBE: "ShareGroupDescribe",
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: "DescribeShareGroupOffsets",
 }
 
 

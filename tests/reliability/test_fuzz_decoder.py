@@ -42,13 +42,16 @@ from consumer._wire import (
     encode_response_frame,
     parse_api_versions_response,
     parse_consumer_group_describe_response,
+    parse_describe_share_group_offsets_response,
     parse_find_coordinator_response,
     parse_heartbeat_response,
+    parse_list_groups_response,
     parse_metadata_response,
     parse_offset_commit_response,
     parse_offset_fetch_response,
     parse_share_acknowledge_response,
     parse_share_fetch_response,
+    parse_share_group_describe_response,
     request_type_for,
     response_type_for,
 )
@@ -79,6 +82,9 @@ PARSERS: dict[ApiKey, Callable[[ResponsePayload], Any]] = {
     ApiKey.SHARE_GROUP_HEARTBEAT: parse_share_heartbeat_response,
     ApiKey.SHARE_FETCH: parse_share_fetch_response,
     ApiKey.SHARE_ACKNOWLEDGE: parse_share_acknowledge_response,
+    ApiKey.LIST_GROUPS: parse_list_groups_response,
+    ApiKey.SHARE_GROUP_DESCRIBE: parse_share_group_describe_response,
+    ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: parse_describe_share_group_offsets_response,
 }
 
 RESPONSE_TYPES: list[tuple[ApiKey, type[ResponsePayload]]] = [

@@ -16,6 +16,8 @@ relative or absolute) is checked against :data:`RULES`. The layers, from the ins
   ``consumer._bridge``; never the wire.
 * ``consumer.spark``: built on the public ``Consumer``; of the internals it may use only the
   librdkafka factory.
+* ``consumer._group_admin`` (``kgm group``): reads groups through the runtime's cluster client
+  and the wire; no member, client or bridge; of the testing kit only the detached broker's state.
 
 Only :mod:`consumer._client.librdkafka` constructs ``confluent_kafka.Consumer``.
 """
@@ -41,6 +43,7 @@ KNOWN_LAYERS = frozenset(
         "consumer._bridge",
         "consumer._client",
         "consumer._config",
+        "consumer._group_admin",
         "consumer._logging",
         "consumer._runtime",
         "consumer._share_runtime",
@@ -76,6 +79,7 @@ def _rule(layer: str, *forbidden: str, allowed: tuple[str, ...] = ()) -> Rule:
 #: The facade (``consumer/__init__.py``), the CLI and the demo sit on top of everything.
 _OUTER = (
     "consumer",
+    "consumer._group_admin",
     "consumer.cli",
     "consumer.demo",
     "consumer.share_consumer",
@@ -149,6 +153,20 @@ RULES: tuple[Rule, ...] = (
         "consumer._bridge",
         "consumer._client",
         allowed=(LIBRDKAFKA_FACTORY,),
+    ),
+    _rule(
+        "consumer._group_admin",
+        "consumer.cli",
+        "consumer.demo",
+        "consumer.share_consumer",
+        "consumer.spark",
+        "consumer.testing",
+        "consumer.member",
+        "consumer.share",
+        "consumer._client",
+        "consumer._bridge",
+        "consumer._share_runtime",
+        allowed=("consumer.testing.real.detached",),
     ),
     _rule("consumer.errors", *_OUTER, *(sorted(KNOWN_LAYERS - {"consumer", "consumer.errors"}))),
     # The log routing is standard library only: every layer may use it.
@@ -340,6 +358,9 @@ _KNOWN = frozenset(
         ("consumer.spark.fake", "from consumer._wire import ApiKey"),
         ("consumer.spark.fake", "from confluent_kafka import Consumer"),
         ("consumer._client.fake", "import confluent_kafka\nc = confluent_kafka.Consumer({})"),
+        ("consumer._wire.fake", "from consumer._group_admin import add_group_commands"),
+        ("consumer._group_admin.fake", "from consumer._client.consumer import Consumer"),
+        ("consumer._group_admin.fake", "from consumer.testing.real.broker import LocalBroker"),
     ],
 )
 def test_a_forbidden_import_is_reported(module: str, source: str) -> None:
@@ -358,6 +379,11 @@ def test_a_forbidden_import_is_reported(module: str, source: str) -> None:
         ("consumer.spark.fake", "from consumer._client.librdkafka import assign_mode_consumer"),
         ("consumer._client.librdkafka", "from confluent_kafka import Consumer"),
         ("consumer._runtime.fake", "from consumer._wire import ApiKey"),
+        ("consumer._group_admin.fake", "from consumer._runtime.cluster import ClusterClient"),
+        (
+            "consumer._group_admin.fake",
+            "from consumer.testing.real.detached import read_broker_state",
+        ),
     ],
 )
 def test_an_allowed_import_passes(module: str, source: str) -> None:

@@ -24,13 +24,16 @@ from consumer._wire import (
     TopicPartition,
     build_api_versions_request,
     build_consumer_group_describe_request,
+    build_describe_share_group_offsets_request,
     build_find_coordinator_requests,
     build_heartbeat_request,
+    build_list_groups_request,
     build_metadata_request,
     build_offset_commit_request,
     build_offset_fetch_request,
     build_share_acknowledge_request,
     build_share_fetch_request,
+    build_share_group_describe_request,
     decode_request_frame,
     decode_response_frame,
     encode_request_frame,
@@ -154,6 +157,15 @@ def _built_requests() -> list[tuple[str, RequestPayload]]:
             v, group_id="g", member_id="m", share_session_epoch=-1, topics={TOPIC_A: acks}
         )
         cases.append((f"ShareAcknowledge-v{v}", share_ack))
+    for v in _versions(ApiKey.LIST_GROUPS):
+        cases.append((f"ListGroups-all-v{v}", build_list_groups_request(v)))
+        filtered = build_list_groups_request(v, types=["share"], states=["Stable"])
+        cases.append((f"ListGroups-filtered-v{v}", filtered))
+    for v in _versions(ApiKey.SHARE_GROUP_DESCRIBE):
+        cases.append((f"ShareDescribe-v{v}", build_share_group_describe_request(v, ["g1", "g2"])))
+    for v in _versions(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS):
+        share_offsets = build_describe_share_group_offsets_request(v, ["g1", "g2"])
+        cases.append((f"DescribeShareGroupOffsets-v{v}", share_offsets))
     return cases
 
 
