@@ -8,7 +8,7 @@
 * checking: :func:`exactly_once_problems` and :func:`nothing_left` (a fresh member finds nothing);
 * a member in its own process: :class:`ShareChild` (runs ``share_member_child.py``);
 * observing the group: :func:`broker_config` (DescribeConfigs) and :func:`describe_share_group`
-  (ShareGroupDescribe v1, encoded with kio: the project has no codec of its own for it).
+  (ShareGroupDescribe v1 through the wire layer's codec).
 """
 
 from __future__ import annotations
@@ -32,18 +32,17 @@ import pytest
 from confluent_kafka import Message, Producer
 from confluent_kafka import ShareConsumer as ConfluentShareConsumer
 from confluent_kafka.admin import AdminClient, ConfigResource
-from kio.schema.share_group_describe.v1.request import ShareGroupDescribeRequest
-from kio.schema.share_group_describe.v1.response import (
-    DescribedGroup,
-    ShareGroupDescribeResponse,
-)
-from kio.schema.types import GroupId
 from share_wire_support import JOIN_BOUND_S as DESCRIBE_BOUND_S
 from share_wire_support import RETRY_BACKOFF_S, set_share_group_configs
 
 from consumer import ShareConsumer
 from consumer._runtime.cluster import ClusterClient
-from consumer.errors import CoordinatorError, KafkaError, error_or_none
+from consumer._wire.share_group_describe import (
+    DescribedShareGroup,
+    build_share_group_describe_request,
+    parse_share_group_describe_response,
+)
+from consumer.errors import CoordinatorError
 from tests.support import OURS
 
 #: The group's lock duration unless a test sets its own: longer than any test, so a record seen
@@ -263,22 +262,19 @@ def describe_share_group(bootstrap: str, group_id: str) -> dict[str, ShareGroupM
     """The group's members by id (ShareGroupDescribe v1 to the coordinator), retrying while
     the coordinator loads or moves (as a fresh broker's does)."""
 
-    async def describe() -> DescribedGroup | None:
+    async def describe() -> DescribedShareGroup | None:
         async with ClusterClient(bootstrap) as cluster:
-            request = ShareGroupDescribeRequest(
-                group_ids=(GroupId(group_id),), include_authorized_operations=False
-            )
+            request = build_share_group_describe_request(1, [group_id])
             deadline = time.monotonic() + DESCRIBE_BOUND_S
             while True:
                 response = await cluster.coordinator_request(group_id, request)
-                assert isinstance(response, ShareGroupDescribeResponse)
-                (group,) = response.groups
-                error = error_or_none(group.error_code, group.error_message)
+                (group,) = parse_share_group_describe_response(response)
+                error = group.error
                 if not isinstance(error, CoordinatorError) or time.monotonic() > deadline:
                     break
                 await asyncio.sleep(RETRY_BACKOFF_S)
                 await cluster.find_coordinator(group_id, refresh=True)
-            if isinstance(error, KafkaError) and error.name == "GROUP_ID_NOT_FOUND":
+            if error is not None and error.name == "GROUP_ID_NOT_FOUND":
                 return None  # no member has joined yet
             assert error is None, error
             return group
@@ -289,11 +285,11 @@ def describe_share_group(bootstrap: str, group_id: str) -> dict[str, ShareGroupM
     return {
         member.member_id: ShareGroupMember(
             member.member_id,
-            int(member.member_epoch),
+            member.member_epoch,
             frozenset(
-                (str(entry.topic_name), int(p))
-                for entry in member.assignment.topic_partitions
-                for p in entry.partitions
+                (member.topic_names_by_id[topic_id], partition)
+                for topic_id, partitions in member.assignment.items()
+                for partition in partitions
             ),
         )
         for member in group.members
