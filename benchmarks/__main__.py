@@ -74,6 +74,13 @@ def run_one(name: str, brokers: BrokerSet, args: argparse.Namespace) -> dict[str
         if size == "full":
             targets.append(("hb-5s", brokers.default_timers(), 5000))
         return member_cost.run(targets, size, 1)
+    if name == "share":
+        from benchmarks import share_member_cost, share_throughput
+
+        return {
+            "throughput": share_throughput.run(brokers.fast(), size, repeat),
+            "idle_cost": share_member_cost.run(brokers.fast(), size, 2 if size == "full" else 1),
+        }
     raise ValueError(name)
 
 

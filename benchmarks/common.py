@@ -207,6 +207,21 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     raise TimeoutError(f"topic {topic} did not appear with {partitions} partitions")
 
 
+def set_share_group_configs(bootstrap: str, group_id: str, configs: Mapping[str, str]) -> None:
+    """Set share-group configs (e.g. ``share.auto.offset.reset``) on ``group_id`` before it first
+    reads: IncrementalAlterConfigs on the GROUP resource."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    entries = [
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        for name, value in configs.items()
+    ]
+    resource = ConfigResource("GROUP", group_id, incremental_configs=entries)
+    admin = admin_client(bootstrap)  # kept alive until the futures complete
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=30)
+
+
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
     """High watermark per partition."""
     from confluent_kafka import Consumer, TopicPartition

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import read_results
+from benchmarks.share_report import share_headline, share_section
 
 MB_TARGET = 20.0
 CPU_TARGET = 1.0
@@ -276,6 +277,8 @@ def _headline(results: dict[str, dict[str, Any]]) -> list[str]:
                     f"{CPU_TARGET:.0f} % core | {rss:.1f} MB, {cpu:.2f} % | "
                     f"{_verdict(rss <= MB_TARGET and cpu <= CPU_TARGET)} |"
                 )
+    if "share" in results:
+        rows += share_headline(results["share"])
     if not rows:
         return []
     return [
@@ -548,6 +551,7 @@ def write_report(results_dir: Path, docs_dir: Path) -> Path:
             "convergence": _convergence,
             "ack_latency": _ack,
             "member_cost": _cost,
+            "share": share_section,
         }
         for name, section in sections.items():
             if name in results:
@@ -562,6 +566,7 @@ def write_report(results_dir: Path, docs_dir: Path) -> Path:
             "```",
             "python -m benchmarks --size full            # everything, 3 repetitions",
             "python -m benchmarks throughput --repeat 5  # one benchmark",
+            "python -m benchmarks share --size full      # share groups only (throughput, idle)",
             "KAFKA_BOOTSTRAP_SERVERS=host:9092 python -m benchmarks --size smoke",
             "```",
             "",

@@ -74,7 +74,14 @@ def test_every_result_file_and_the_doc_are_written(smoke_run: Path) -> None:
     for name in BENCHMARKS:
         assert (smoke_run / "results" / f"{name}.json").is_file()
     doc = (smoke_run / "docs" / "benchmarks.md").read_text()
-    for heading in ("Throughput", "Convergence", "Ack latency", "Cost per member", "Headline"):
+    for heading in (
+        "Throughput",
+        "Convergence",
+        "Ack latency",
+        "Cost per member",
+        "Headline",
+        "Share groups",
+    ):
         assert heading in doc
     plots = list((smoke_run / "docs" / "benchmarks").glob("*.png"))
     assert any(p.name.startswith("timeline-") for p in plots)
@@ -130,3 +137,36 @@ def test_member_cost_measured_every_count_and_the_core(smoke_run: Path) -> None:
             assert stats["rss_mb"]["median"] > 0
     assert [row["partitions"] for row in result["microbenchmark"]] == [1, 100, 1000]
     assert all(row["us_per_heartbeat"] > 0 for row in result["microbenchmark"])
+
+
+def test_share_throughput_every_record_with_both_implementations(smoke_run: Path) -> None:
+    from benchmarks.share_throughput import IMPLEMENTATIONS, cases
+
+    result = _result(smoke_run, "share")["throughput"]
+    assert set(result["cases"]) == {case.key for case in cases("smoke")}
+    for case in result["cases"].values():
+        assert {r["impl"] for r in case["runs"]} == set(IMPLEMENTATIONS)
+        for run in case["runs"]:
+            assert run["consumed"] == run["expected"] == case["count"], run
+            assert run["complete"], run["per_partition"]
+            assert sum(run["member_records"]) == case["count"]
+            assert len(run["member_records"]) == case["members"]
+            assert run["records_per_s"] > 0
+            assert run["first_record_s"] is not None
+            assert run["first_record_s"] >= 0
+        assert case["ratio"]["n"] == len(case["runs"]) // 2
+        assert case["ratio"]["median"] > 0
+
+
+def test_share_idle_cost_measured_for_both_implementations(smoke_run: Path) -> None:
+    from benchmarks.share_member_cost import IMPLEMENTATIONS
+
+    result = _result(smoke_run, "share")["idle_cost"]
+    assert result["member_counts"] == [1]
+    for n in result["member_counts"]:
+        for impl in IMPLEMENTATIONS:
+            stats = result["stats"][f"{impl}/{n}"]
+            assert stats["cpu_pct"]["n"] >= 1
+            assert stats["cpu_pct_per_member"]["min"] >= 0
+            assert stats["rss_mb"]["median"] > 0
+            assert stats["threads"]["median"] >= 1 + n  # the main thread and one poller each
