@@ -241,23 +241,24 @@ def run_share_task(
                 continue
             last_record = time.monotonic()
             accepted_now: dict[tuple[str, int], int] = {}
-            for message in messages:
+            for position, message in enumerate(messages):
                 record = share_record(message)
                 key = (record["topic"], record["partition"])
                 partitions.add(key)
-                if stopped_by is not None:
-                    consumer.acknowledge(message, AcknowledgeType.RELEASE)
-                    released += 1
-                    continue
                 outcome = _process_one(spec, process, message, record)
                 if isinstance(outcome, PoisonRecord):
                     consumer.acknowledge(message, AcknowledgeType.REJECT)
                     rejected.append(outcome)
+                elif isinstance(outcome, spec.stop_task_on):
+                    # Not acknowledged: closing the member releases this record and the rest
+                    # of the batch. A RELEASE now would ride on a fetch that may acquire the
+                    # record again for this very member.
+                    stopped_by = outcome
+                    released += len(messages) - position
+                    break
                 elif outcome is not None:
                     consumer.acknowledge(message, AcknowledgeType.RELEASE)
                     released += 1
-                    if isinstance(outcome, spec.stop_task_on):
-                        stopped_by = outcome
                 else:
                     consumer.acknowledge(message, AcknowledgeType.ACCEPT)
                     accepted_now[key] = accepted_now.get(key, 0) + 1

@@ -160,6 +160,18 @@ def test_configure_share_group_sets_the_group_configs_the_broker_reports(
     assert after["share.auto.offset.reset"] == "earliest"
     assert after["share.delivery.count.limit"] == "3"
     assert after["share.record.lock.duration.ms"] == "9000"
+    # More attempts than the broker allows deliveries is refused before any Spark job starts.
+    with pytest.raises(ValueError, match=r"share\.delivery\.count\.limit=3"):
+        share_work_queue(
+            None,  # type: ignore[arg-type]  # never reached
+            conf,
+            ["t"],
+            print,
+            tasks=1,
+            max_attempts=4,
+            idle_timeout_s=1,
+            auto_offset_reset=None,
+        )
 
 
 def test_more_tasks_than_partitions_accept_every_record_once(
@@ -213,7 +225,7 @@ def test_failures_are_retried_a_stopped_task_hands_over_and_poison_is_rejected(
     tmp_path: Path,
 ) -> None:
     records, tasks, max_attempts = 600, 2, 3
-    flaky, poison, breaker = "40", "120", "300"
+    flaky, poison, breaker = "40", "120", "500"
     topic = create_topic(1)
     produce_numbered(kafka_bootstrap, topic, 0, records, 1)
     conf = _conf(kafka_bootstrap, unique_name("share"), **{"max.poll.records": 20})
