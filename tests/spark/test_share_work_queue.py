@@ -5,12 +5,17 @@ one-partition topic, more tasks than partitions, and every record is processed a
 once. Failures: a record failing on its first delivery is retried (delivery count 2), a poison
 record is REJECTed after ``max_attempts`` and reported, and a task that stops on a
 ``stop_task_on`` error gives its records to the other task. Without Spark: an exception escaping
-the task closes its member, and everything it had not ACCEPTed comes back to the group.
+the task closes its member, and everything it had not ACCEPTed comes back to the group at once;
+a member killed with SIGKILL (an executor lost) gives its records back when their locks expire.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -312,3 +317,61 @@ def test_an_escaping_exception_closes_the_member_and_nothing_is_lost(
     assert sorted(o for o, _ in second) == list(range(crash_at, records))
     assert dict(second)[crash_at] == 2
     assert report.accepted == records - crash_at
+
+
+_KILLED_MEMBER = """
+import json, os, signal, sys
+from consumer.spark.work_queue import ShareTaskSpec, run_share_task
+
+args = json.loads(sys.argv[1])
+spec = ShareTaskSpec.create(args["conf"], [args["topic"]], max_attempts=3, idle_timeout_s=20)
+
+def process(record):
+    with open(args["log"], "a") as handle:
+        handle.write(f"{record['offset']}\\n")
+    if record["offset"] == args["kill_at"]:
+        os.kill(os.getpid(), signal.SIGKILL)  # the executor is lost: no close, no ack
+
+run_share_task(spec, process)
+"""
+
+
+def test_a_killed_member_gives_its_records_back_when_their_locks_expire(
+    kafka_bootstrap: str,
+    create_topic: Callable[..., str],
+    unique_name: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    records, kill_at = 100, 33
+    topic = create_topic(1)
+    produce_numbered(kafka_bootstrap, topic, 0, records, 1)
+    conf = _conf(kafka_bootstrap, unique_name("share"), **{"max.poll.records": 10})
+    configure_share_group(conf, auto_offset_reset="earliest", record_lock_duration_ms=3000)
+    log = tmp_path / "killed.log"
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _KILLED_MEMBER,
+            json.dumps({"conf": conf, "topic": topic, "log": str(log), "kill_at": kill_at}),
+        ],
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+        timeout=120,
+        check=False,
+    )
+    assert child.returncode == -signal.SIGKILL
+    killed_saw = [int(line) for line in log.read_text().split()]
+    assert killed_saw == list(range(kill_at + 1))
+
+    delivered: list[tuple[int, int]] = []
+    spec = ShareTaskSpec.create(conf, [topic], max_attempts=3, idle_timeout_s=IDLE_TIMEOUT_S)
+    report = run_share_task(
+        spec, lambda record: delivered.append((record["offset"], record["delivery_count"]))
+    )
+    # Its last batch (acknowledged locally, never sent) and whatever else it held come back
+    # once their locks expire, with delivery count 2; the earlier batches stay ACCEPTed.
+    counts = dict(delivered)
+    assert sorted(counts) == list(range(min(counts), records))
+    assert min(counts) <= kill_at < min(counts) + 10, "the killed member's batch came back"
+    assert counts[kill_at] == 2
+    assert len(delivered) == len(counts) == report.accepted
