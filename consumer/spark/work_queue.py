@@ -128,9 +128,12 @@ class WorkQueueReport:
 
 @dataclass(frozen=True)
 class ShareTaskSpec:
-    """Everything a share task needs; plain values only (it is pickled to executors)."""
+    """Everything a share task needs; plain values only (it is pickled to executors).
 
-    config: tuple[tuple[str, Any], ...]
+    ``config`` is left out of the repr: it may hold passwords.
+    """
+
+    config: tuple[tuple[str, Any], ...] = field(repr=False)
     topics: tuple[str, ...]
     max_attempts: int
     idle_timeout_s: float

@@ -118,8 +118,16 @@ def _leftover(conf: dict[str, Any], topic: str) -> list[int]:
 
 def test_arguments_and_configuration_are_checked_naming_the_key() -> None:
     conf = _conf("localhost:9092", "g")
-    good = ShareTaskSpec.create(conf, ["t"], max_attempts=3, idle_timeout_s=1)
+    secret = {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": "PLAIN",
+        "sasl.username": "worker",
+        "sasl.password": "hunter2-secret",
+    }
+    good = ShareTaskSpec.create({**conf, **secret}, ["t"], max_attempts=3, idle_timeout_s=1)
     assert good.consumer_config()["share.acknowledgement.mode"] == "explicit"
+    assert good.consumer_config()["share.acquire.mode"] == "record_limit"
+    assert "hunter2" not in repr(good)
     cases: list[tuple[dict[str, Any], str]] = [
         ({"conf": {**conf, "share.acknowledgement.mode": "implicit"}}, "share.acknowledgement"),
         ({"conf": {**conf, "max.poll.records": 0}}, "max.poll.records"),
