@@ -1,36 +1,15 @@
-"""``consumer.ShareConsumer``: a KIP-932 share-group consumer shaped like
-``confluent_kafka.ShareConsumer`` (confluent-kafka-python 2.16, Preview).
-
-The group side is :class:`consumer.share.ShareMember`; the data plane is ours too (ShareFetch and
-ShareAcknowledge through share sessions, :mod:`consumer._share_runtime`), so no librdkafka consumer
-is involved. ``poll`` returns a ``confluent_kafka.Messages`` sequence of ``confluent_kafka.Message``
-objects; each message's ``delivery_count()`` is the broker's delivery count (1 on the first
-delivery, 2 after one RELEASE or lock expiry, ...).
-
-Acknowledgement modes (``share.acknowledgement.mode``):
-
-* ``implicit`` (default): every record of the previous ``poll`` is ACCEPTed at the next ``poll``,
-  ``commit_sync``, ``commit_async`` or ``close``; ``acknowledge`` raises ``IllegalStateException``.
-* ``explicit``: each record must be acknowledged with ``acknowledge`` or ``acknowledge_offset``
-  (ACCEPT, RELEASE or REJECT) before the next ``poll``, which raises ``IllegalStateException``
-  otherwise.
-
-Acknowledgements ride on the next ShareFetch to the partition's leader; ``commit_sync`` and
-``commit_async`` send them at once (ShareAcknowledge); ``close`` sends the last ones on the closing
-request of each share session, which also releases every record still held, then leaves the
-group. The consumer is not thread-safe (as confluent's).
-"""
+"""The :class:`ShareConsumer` class (see :mod:`consumer.share_consumer`)."""
 
 from __future__ import annotations
 
 import collections
 import contextlib
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Final, Literal
+from typing import Final
 
 from confluent_kafka import (
     AcknowledgeType,
@@ -45,101 +24,49 @@ from confluent_kafka import KafkaError as ConfluentKafkaError
 from consumer._client.settings import cluster_settings
 from consumer._share_runtime import (
     Acknowledge,
+    AcknowledgementsCompleted,
     Close,
     Commit,
     CommitResult,
     FetchedRecord,
+    PartitionFailed,
     RuntimeFailed,
+    SetSaslCredentials,
     ShareRuntime,
 )
-from consumer.config import ConfigError, ConsumerConfig, parse_config
 from consumer.errors import ConsumerError
 from consumer.member.inputs import Unsubscribed
 from consumer.share import AppPolled, ShareMemberConfig, Subscribed
 from consumer.share.acknowledgements import AcknowledgeType as WireAcknowledgeType
-from consumer.share.acknowledgements import TopicIdPartition
-from consumer.share.fetch_parameters import ShareFetchParameters
+from consumer.share_consumer._config import parse_share_config
+from consumer.share_consumer._convert import kafka_exception, message_of
 
-# AcknowledgeType is confluent-kafka's own (re-exported by consumer, not part of our __all__).
-__all__ = ["ShareConsumer", "parse_share_config"]
+__all__ = ["SHARE_ACKNOWLEDGE_TYPE_RENEW", "AcknowledgementCommitCallback", "ShareConsumer"]
 
-AckMode = Literal["implicit", "explicit"]
-#: Keys only a share consumer takes; removed before the common keys are checked.
-SHARE_KEYS: Final = ("share.acknowledgement.mode", "max.poll.records", "share.acquire.mode")
-_MODES: Final = ("implicit", "explicit")
+SHARE_ACKNOWLEDGE_TYPE_RENEW: Final = 4
+"""``ack_type`` RENEW (KIP-1222): extend the record's acquisition lock; the record stays in flight
+and still needs ACCEPT, RELEASE or REJECT. Explicit mode only, brokers serving ShareAcknowledge v2
+(Kafka 4.2+). confluent-kafka's ``AcknowledgeType`` has no RENEW, hence this constant (named like
+confluent's ``SHARE_ACKNOWLEDGE_TYPE_*``)."""
+
+AcknowledgementCommitCallback = Callable[
+    [dict[TopicPartition, set[int]], KafkaException | None], None
+]
+"""``callback(offsets, exception)``: offsets per partition and their common outcome (None:
+applied)."""
+
 _CLOSE_BOUND_S: Final = 35.0
 _WAIT_SLICE_S: Final = 1.0
-_TIMESTAMP_TYPES: Final = {0: 1, 1: 2}  # wire CREATE_TIME/LOG_APPEND_TIME -> confluent's
+_TERMINAL_TYPES: Final = (1, 2, 3)
 
 
-@dataclass(frozen=True)
-class ShareConsumerConfig:
-    """A share consumer's validated configuration."""
+@dataclass
+class _Held:
+    """A record the application holds: polled and not yet terminally acknowledged."""
 
-    common: ConsumerConfig
-    acknowledgement_mode: AckMode
-    fetch: ShareFetchParameters
-
-
-def parse_share_config(conf: Mapping[str, object]) -> ShareConsumerConfig:
-    """Check a ``confluent_kafka.ShareConsumer`` config dict.
-
-    The common keys (``bootstrap.servers``, ``group.id``, ``client.id``, security, timeouts) are
-    checked exactly as for :class:`consumer.Consumer`; ``share.acknowledgement.mode`` must be
-    ``implicit`` or ``explicit``; ``max.poll.records`` (default 500) and ``share.acquire.mode``
-    are checked by :meth:`ShareFetchParameters.from_config`.
-
-    Raises:
-        ConfigError: naming the key, the value given and what is allowed.
-    """
-    if not isinstance(conf, Mapping):
-        raise ConfigError(
-            f"The configuration must be a dict of configuration keys, not {type(conf).__name__}."
-        )
-    common = {key: value for key, value in conf.items() if key not in SHARE_KEYS}
-    mode = str(conf.get("share.acknowledgement.mode", "implicit")).strip().lower()
-    if mode not in _MODES:
-        raise ConfigError(
-            f"Invalid value {conf['share.acknowledgement.mode']!r} for "
-            "'share.acknowledgement.mode': expected 'implicit' or 'explicit'."
-        )
-    fetch_keys: dict[str, object] = {
-        key: conf[key] for key in ("max.poll.records", "share.acquire.mode") if key in conf
-    }
-    for key in ("fetch.min.bytes", "fetch.max.bytes"):
-        if key in conf:
-            fetch_keys[key] = conf[key]
-    if "fetch.wait.max.ms" in conf:
-        fetch_keys["fetch.max.wait.ms"] = conf["fetch.wait.max.ms"]
-    try:
-        fetch = ShareFetchParameters.from_config(fetch_keys)
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
-    mode_value: AckMode = "explicit" if mode == "explicit" else "implicit"
-    return ShareConsumerConfig(parse_config(common), mode_value, fetch)
-
-
-def _to_kafka_exception(error: ConsumerError) -> KafkaException:
-    code = getattr(error, "code", None)
-    return KafkaException(
-        ConfluentKafkaError(
-            code if isinstance(code, int) else ConfluentKafkaError._FAIL, str(error)
-        )
-    )
-
-
-def _message(fetched: FetchedRecord) -> Message:
-    record = fetched.record
-    return Message(
-        topic=fetched.topic,
-        partition=fetched.partition.partition,
-        offset=record.offset,
-        key=record.key,
-        value=record.value,
-        headers=list(record.headers) or None,
-        timestamp=(_TIMESTAMP_TYPES.get(int(record.timestamp_type), 1), record.timestamp_ms),
-        delivery_count=fetched.delivery_count,
-    )
+    fetched: FetchedRecord
+    lock_deadline_s: float | None
+    renewed: bool = False
 
 
 class ShareConsumer:
@@ -158,6 +85,9 @@ class ShareConsumer:
         self._explicit = config.acknowledgement_mode == "explicit"
         self._max_records = config.fetch.max_records
         common = config.common
+        self._sasl = common.security is not None and common.security.protocol.lower().startswith(
+            "sasl_"
+        )
         member = ShareMemberConfig(
             group_id=common.group_id,
             rack_id=common.client_rack,
@@ -168,8 +98,10 @@ class ShareConsumer:
         self._runtime = ShareRuntime(cluster_settings(common), member, config.fetch)
         self._subscription: list[str] = []
         self._buffer: collections.deque[FetchedRecord] = collections.deque()
-        #: The records of the last poll not yet acknowledged: (topic, partition, offset) -> id.
-        self._in_flight: dict[tuple[str, int, int], TopicIdPartition] = {}
+        #: The records polled and not yet terminally acknowledged: (topic, partition, offset).
+        self._held: dict[tuple[str, int, int], _Held] = {}
+        self._callback: AcknowledgementCommitCallback | None = None
+        self._in_callback = False
         self._closed = False
         self._runtime.start()
 
@@ -207,6 +139,7 @@ class ShareConsumer:
 
     def memberid(self) -> str:
         """The member id this consumer uses in the group and in its share sessions."""
+        self._check_not_in_callback()
         return self._runtime.member_id
 
     def unsubscribe(self) -> None:
@@ -219,25 +152,31 @@ class ShareConsumer:
 
     def poll(self, timeout: float = -1) -> Messages:
         """Up to ``max.poll.records`` acquired records, waiting at most ``timeout`` seconds for
-        the first (-1: until one arrives); an empty ``Messages`` when none came.
+        the first (-1: until one arrives); an empty ``Messages`` when none came. Runs the
+        acknowledgement commit callback for outcomes that arrived.
 
         Raises:
-            IllegalStateException: closed, not subscribed, or (explicit mode) records of the
-                previous poll are not acknowledged.
-            KafkaException: the background runtime failed.
+            IllegalStateException: closed, not subscribed, inside the commit callback, or
+                (explicit mode) records of the previous poll are not acknowledged.
+            KafkaException: the background runtime failed, or a partition error to report
+                (authorization).
         """
         self._check_open()
         if not self._subscription:
             raise IllegalStateException("Consumer is not subscribed to any topics")
-        if self._explicit and self._in_flight:
-            raise IllegalStateException(
-                f"{len(self._in_flight)} records from previous poll have not been acknowledged"
-            )
+        if self._explicit:
+            unacknowledged = sum(1 for held in self._held.values() if not held.renewed)
+            if unacknowledged:
+                raise IllegalStateException(
+                    f"{unacknowledged} records from previous poll have not been acknowledged"
+                )
         self._accept_previous()
         self._runtime.to_background.put(AppPolled())
+        self._run_callbacks()
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while not self._buffer:
             if not self._take_from_runtime():
+                self._run_callbacks()
                 remaining = _WAIT_SLICE_S if deadline is None else deadline - time.monotonic()
                 if remaining <= 0:
                     break
@@ -246,8 +185,8 @@ class ShareConsumer:
         while self._buffer and len(batch) < self._max_records:
             fetched = self._buffer.popleft()
             key = (fetched.topic, fetched.partition.partition, fetched.record.offset)
-            self._in_flight[key] = fetched.partition
-            batch.append(_message(fetched))
+            self._held[key] = _Held(fetched, fetched.lock_deadline_s)
+            batch.append(message_of(fetched))
         return Messages(batch)
 
     def _take_from_runtime(self) -> bool:
@@ -257,27 +196,30 @@ class ShareConsumer:
         if isinstance(item, RuntimeFailed):
             error = item.error
             if isinstance(error, ConsumerError):
-                raise _to_kafka_exception(error)
+                raise kafka_exception(error)
             raise KafkaException(ConfluentKafkaError(ConfluentKafkaError._FAIL, str(error)))
+        if isinstance(item, PartitionFailed):
+            raise kafka_exception(item.error)
         self._buffer.extend(item)
         self._runtime.to_background.put(AppPolled())  # room again: the fetchers may go on
         return True
 
     def _accept_previous(self) -> None:
         """Implicit mode: ACCEPT every record of the previous poll."""
-        if self._explicit or not self._in_flight:
+        if self._explicit or not self._held:
             return
         acks = tuple(
-            (partition, offset, WireAcknowledgeType.ACCEPT)
-            for (_, _, offset), partition in self._in_flight.items()
+            (held.fetched.partition, offset, WireAcknowledgeType.ACCEPT, held.fetched.source)
+            for (_, _, offset), held in self._held.items()
         )
-        self._in_flight.clear()
+        self._held.clear()
         self._runtime.to_background.put(Acknowledge(acks))
 
     # --- acknowledging ------------------------------------------------------------------------
 
     def acknowledge(self, message: Message, ack_type: int = AcknowledgeType.ACCEPT) -> None:
-        """Explicit mode: acknowledge ``message`` (sent on the next poll or commit)."""
+        """Explicit mode: acknowledge ``message`` (sent on the next poll or commit); see
+        :meth:`acknowledge_offset`."""
         if not isinstance(message, Message):
             raise TypeError(
                 f"message must be a confluent_kafka.Message, got {type(message).__name__}"
@@ -290,13 +232,17 @@ class ShareConsumer:
     def acknowledge_offset(
         self, topic: str, partition: int, offset: int, ack_type: int = AcknowledgeType.ACCEPT
     ) -> None:
-        """Explicit mode: acknowledge the record at ``topic``/``partition``/``offset``.
+        """Explicit mode: acknowledge the record at ``topic``/``partition``/``offset`` with
+        ACCEPT, RELEASE or REJECT (``AcknowledgeType``), or RENEW
+        (:data:`SHARE_ACKNOWLEDGE_TYPE_RENEW`: the lock is extended and the record stays in
+        flight until a terminal type follows; it no longer blocks ``poll``).
 
         Raises:
-            IllegalStateException: implicit mode, closed, or the record is not in flight (not
-                from the last poll, or already acknowledged).
+            IllegalStateException: implicit mode, closed, inside the commit callback, or the
+                record is not in flight (not polled, or already acknowledged).
             TypeError: ``ack_type`` is not an ``AcknowledgeType`` (or int).
             ValueError: an unknown ``ack_type`` or a negative partition or offset.
+            KafkaException: RENEW, and the brokers do not serve it (``_UNSUPPORTED_FEATURE``).
         """
         self._check_open()
         if not self._explicit:
@@ -306,25 +252,43 @@ class ShareConsumer:
             )
         if not isinstance(ack_type, int) or isinstance(ack_type, bool):
             raise TypeError(f"ack_type must be an AcknowledgeType, got {type(ack_type).__name__}")
-        if ack_type not in (1, 2, 3):
+        if ack_type not in (*_TERMINAL_TYPES, SHARE_ACKNOWLEDGE_TYPE_RENEW):
             raise ValueError(
-                f"ack_type must be ACCEPT (1), RELEASE (2) or REJECT (3), got {ack_type}"
+                f"ack_type must be ACCEPT (1), RELEASE (2), REJECT (3) or "
+                f"SHARE_ACKNOWLEDGE_TYPE_RENEW (4), got {ack_type}"
             )
         if partition < 0 or offset < 0:
             raise ValueError(f"partition and offset must be >= 0, got {partition} and {offset}")
-        tip = self._in_flight.pop((topic, partition, offset), None)
-        if tip is None:
+        key = (topic, partition, offset)
+        held = self._held.get(key)
+        if held is None:
             raise IllegalStateException(
                 f"record {topic}/{partition}@{offset} is not in flight (not from the last poll, "
                 "or already acknowledged)"
             )
+        if ack_type == SHARE_ACKNOWLEDGE_TYPE_RENEW:
+            if self._runtime.renew_supported is False:
+                raise KafkaException(
+                    ConfluentKafkaError(
+                        ConfluentKafkaError._UNSUPPORTED_FEATURE,
+                        "RENEW needs ShareFetch/ShareAcknowledge v2 (Kafka 4.2 or newer); these "
+                        "brokers do not serve it",
+                    )
+                )
+            held.renewed = True
+        else:
+            del self._held[key]
+        fetched = held.fetched
         self._runtime.to_background.put(
-            Acknowledge(((tip, offset, WireAcknowledgeType(int(ack_type))),))
+            Acknowledge(
+                ((fetched.partition, offset, WireAcknowledgeType(int(ack_type)), fetched.source),)
+            )
         )
 
     def commit_sync(self, timeout: float = 60) -> dict[TopicPartition, KafkaException | None]:
         """Send the pending acknowledgements now and wait (at most ``timeout`` seconds) for
-        their outcome per partition (None: applied); empty when nothing was pending."""
+        their outcome per partition (None: applied); empty when nothing was pending. The
+        commit callback runs for them (and for earlier outcomes) before this returns."""
         self._check_open()
         self._accept_previous()
         commit = Commit()
@@ -337,22 +301,122 @@ class ShareConsumer:
                     ConfluentKafkaError._TIMED_OUT, f"commit_sync: no answer within {timeout} s"
                 )
             ) from None
+        self._run_callbacks()
         return {
-            TopicPartition(topic, partition): None if error is None else _to_kafka_exception(error)
+            TopicPartition(topic, partition): None if error is None else kafka_exception(error)
             for (topic, partition), error in outcome.items()
         }
 
     def commit_async(self) -> None:
-        """Send the pending acknowledgements now without waiting."""
+        """Send the pending acknowledgements now without waiting; their outcome reaches the
+        commit callback at a later ``poll``, commit or ``close``."""
         self._check_open()
         self._accept_previous()
         self._runtime.to_background.put(Commit())
+        self._run_callbacks()
+
+    # --- callbacks, locks, credentials ------------------------------------------------------
+
+    def set_acknowledgement_commit_callback(
+        self, callback: AcknowledgementCommitCallback | None
+    ) -> None:
+        """Call ``callback(offsets, exception)`` with the outcome of acknowledgements:
+        ``offsets`` is ``{TopicPartition: set of offsets}``, ``exception`` None when they were
+        applied, else the ``KafkaException`` (its ``KafkaError`` code is Kafka's, e.g.
+        ``INVALID_RECORD_STATE`` when the lock had expired, ``SHARE_SESSION_NOT_FOUND`` or
+        ``_TRANSPORT`` when the share session was lost, ``NOT_LEADER_FOR_PARTITION`` when the
+        leader moved). One call per group of acknowledgements with the same outcome, on the
+        application thread, during ``poll``, ``commit_sync``, ``commit_async`` and ``close``.
+        Consumer methods called from inside it raise ``IllegalStateException``. None removes it.
+
+        Raises:
+            TypeError: ``callback`` is neither callable nor None.
+        """
+        self._check_open()
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable or None, got {type(callback).__name__}")
+        self._callback = callback
+
+    def _run_callbacks(self) -> None:
+        outcomes = self._runtime.outcomes
+        while outcomes:
+            outcome = outcomes.popleft()
+            self._apply_renewals(outcome)
+            callback = self._callback
+            if callback is None:
+                continue
+            offsets = {
+                TopicPartition(topic, partition): set(numbers)
+                for (topic, partition), numbers in outcome.offsets.items()
+            }
+            error = None if outcome.error is None else kafka_exception(outcome.error)
+            self._in_callback = True
+            try:
+                callback(offsets, error)
+            finally:
+                self._in_callback = False
+
+    def _apply_renewals(self, outcome: AcknowledgementsCompleted) -> None:
+        if outcome.lock_deadline_s is None:
+            return
+        for (topic, partition), offsets in outcome.renewed.items():
+            for offset in offsets:
+                held = self._held.get((topic, partition, offset))
+                if held is not None:
+                    held.lock_deadline_s = outcome.lock_deadline_s
+
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        """The acquisition lock duration the brokers last announced
+        (``AcquisitionLockTimeoutMs``, the group's ``share.record.lock.duration.ms``); None
+        before the first fetch answered (Java's ``acquisitionLockTimeoutMs()``)."""
+        self._check_open()
+        return self._runtime.acquisition_lock_timeout_ms
+
+    def acquisition_lock_deadline(self, message: Message) -> float | None:
+        """When the acquisition lock of ``message`` (a record in flight) expires, as a
+        ``time.monotonic()`` value: ``deadline - time.monotonic()`` is the time left to
+        acknowledge it. Counted from when the fetch (or the RENEW) was sent, so the broker's
+        lock lasts at least this long. None when the broker did not say.
+
+        Raises:
+            IllegalStateException: the record is not in flight (or closed, or in the callback).
+        """
+        self._check_open()
+        key = (message.topic(), message.partition(), message.offset())
+        held = self._held.get(key)  # type: ignore[arg-type]
+        if held is None:
+            raise IllegalStateException(
+                f"record {key[0]}/{key[1]}@{key[2]} is not in flight (not from the last poll, or "
+                "already acknowledged)"
+            )
+        return held.lock_deadline_s
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Authenticate with ``username``/``password`` from now on: new connections (and
+        reconnections) of both the coordinator and the share sessions use them; connections
+        already authenticated stay open. The password never reaches a log or repr.
+
+        Raises:
+            TypeError: a value is not a string.
+            ValueError: ``security.protocol`` is not ``sasl_plaintext`` or ``sasl_ssl``.
+        """
+        self._check_open()
+        for name, value in (("username", username), ("password", password)):
+            if not isinstance(value, str):
+                raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+        if not self._sasl:
+            raise ValueError(
+                "set_sasl_credentials() needs security.protocol sasl_plaintext or sasl_ssl"
+            )
+        self._runtime.to_background.put(SetSaslCredentials(username, password))
 
     # --- closing ------------------------------------------------------------------------------
 
     def close(self) -> None:
         """Acknowledge (implicit mode: ACCEPT the last poll's records), close the share sessions
-        (releasing what is still held at once) and leave the group. Idempotent."""
+        (releasing what is still held at once) and leave the group; the commit callback runs
+        for the last outcomes. Idempotent."""
+        self._check_not_in_callback()
         if self._closed:
             return
         self._accept_previous()
@@ -369,6 +433,8 @@ class ShareConsumer:
         finally:
             self._closed = True
             self._runtime.join(_CLOSE_BOUND_S)
+            self._held.clear()
+            self._run_callbacks()
 
     def __enter__(self) -> ShareConsumer:
         return self
@@ -381,16 +447,13 @@ class ShareConsumer:
     ) -> None:
         self.close()
 
+    def _check_not_in_callback(self) -> None:
+        if self._in_callback:
+            raise IllegalStateException(
+                "ShareConsumer methods are not accessible from the acknowledgement commit callback"
+            )
+
     def _check_open(self) -> None:
+        self._check_not_in_callback()
         if self._closed:
             raise IllegalStateException("Share consumer closed")
-
-    # --- not offered ----------------------------------------------------------------------------
-
-    def set_acknowledgement_commit_callback(self, callback: Any) -> None:
-        """Not implemented yet."""
-        raise NotImplementedError("ShareConsumer.set_acknowledgement_commit_callback")
-
-    def set_sasl_credentials(self, username: str, password: str) -> None:
-        """Not implemented yet."""
-        raise NotImplementedError("ShareConsumer.set_sasl_credentials")
