@@ -222,6 +222,11 @@ class ShareDataPlane:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), _IDLE_WAIT_S)
                 continue
+            if self._acks.has_renew(with_acks):
+                # RENEW goes by ShareAcknowledge (v2, IsRenewAck), which answers the renewed
+                # lock duration; a fetch carrying it would acquire nothing anyway.
+                await self._acknowledge(node, self._acks.take(with_acks), close=False)
+                continue
             acks: AckMap = self._acks.take(with_acks)
             async with self._locks[node]:
                 healthy = await self._fetch_once(node, session, wanted, acks)
