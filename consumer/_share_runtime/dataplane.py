@@ -51,7 +51,7 @@ from consumer.share.partition_errors import (
     LeaderChange,
     PartitionAction,
     action_for_partition_error,
-    leaders_after_hints,
+    leader_after_move,
 )
 from consumer.share.session import SessionOutcome, ShareSession
 
@@ -410,24 +410,17 @@ class ShareDataPlane:
         _log.warning("share partition %s on node %d: %s (%s)", partition, node, error, action.value)
         if action is PartitionAction.MOVE_TO_LEADER:
             self._fail(self._acks.take([partition]), error)
-            changes = (
-                []
-                if hint is None or hint.leader_id == node
-                else [LeaderChange(partition, hint.leader_id, hint.leader_epoch)]
+            change = (
+                None if hint is None else LeaderChange(partition, hint.leader_id, hint.leader_epoch)
             )
-            if changes:
-                known = self._transport.known_nodes() | endpoints.keys()
-                self._leaders, unknown = leaders_after_hints(self._leaders, changes, known)
-            else:
-                self._leaders.pop(partition, None)
-                unknown = frozenset({partition})
-            if partition in unknown:
+            known = self._transport.known_nodes() | endpoints.keys()
+            leader = leader_after_move(node, change, known)
+            if leader is None:
                 self._need_leader(partition)
             else:
-                _log.info(
-                    "share partition %s moved to node %d", partition, self._leaders[partition]
-                )
-                self._ensure_fetcher(self._leaders[partition])
+                _log.info("share partition %s moved to node %d", partition, leader)
+                self._leaders[partition] = leader
+                self._ensure_fetcher(leader)
         elif action is PartitionAction.REFRESH_METADATA:
             self._need_leader(partition, keep_leader=True)
         elif action is PartitionAction.SURFACE:

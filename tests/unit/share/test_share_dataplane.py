@@ -258,3 +258,18 @@ async def test_gap_offsets_are_not_reported() -> None:
     gap_batches = [b for plan in cluster.fetches_to(1) for b in plan.acknowledgements.get(P0, ())]
     assert any(AcknowledgeType.GAP in b.types for b in gap_batches), "offset 1 went as GAP"
     await rig.plane.close()
+
+
+async def test_a_hint_naming_an_unknown_node_is_checked_against_metadata() -> None:
+    cluster = ScriptedCluster({P0: 1})
+    cluster.script_fetch(1, fetched(part(P0, [0])))
+    rig = await started(cluster)
+    await eventually(lambda: len(rig.delivered) == 1, "record delivered")
+    cluster.leader_of[P0] = 3  # metadata knows node 3; the client's broker list does not
+    cluster.script_fetch(
+        1, fetched(part(P0, error=NOT_LEADER_OR_FOLLOWER, leader=LeaderHint(3, 9)))
+    )
+    await eventually(lambda: rig.plane.leaders.get(P0) == 3, "metadata named node 3")
+    assert cluster.lookups == 2, "the unknown hinted node sent the client to metadata"
+    await eventually(lambda: any(P0 in p.partitions for p in cluster.fetches_to(3)), "node 3")
+    await rig.plane.close()
