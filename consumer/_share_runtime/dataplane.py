@@ -32,6 +32,7 @@ from consumer._share_runtime.events import (
 )
 from consumer._share_runtime.outcomes import (
     AckResult,
+    answered,
     batches_of,
     group_outcomes,
     leader_moved,
@@ -256,20 +257,8 @@ class ShareDataPlane:
             self.acquisition_lock_timeout_ms = result.acquisition_lock_timeout_ms
         deadline = self._lock_deadline(sent_at)
         parts = {TopicIdPartition(p.topic_id, p.partition): p for p in result.partitions}
-        unanswered = ConsumerError(f"node {node} did not answer for these acknowledgements")
-        self._complete(
-            (
-                (
-                    partition,
-                    batches,
-                    error
-                    if error is not None
-                    else (parts[partition].acknowledge_error if partition in parts else unanswered),
-                )
-                for partition, batches in plan.acknowledgements.items()
-            ),
-            deadline,
-        )
+        answers = {partition: part.acknowledge_error for partition, part in parts.items()}
+        self._complete(answered(plan.acknowledgements, error, answers, node), deadline)
         if error is not None:
             _log.warning("share fetch from node %d: %s", node, error)
             return False
@@ -345,16 +334,7 @@ class ShareDataPlane:
                 self._on_partition_error(
                     node, partition, part.error, part.current_leader, result.node_endpoints
                 )
-        results: list[AckResult] = [
-            (
-                partition,
-                batches,
-                error
-                if error is not None
-                else errors.get(partition, ConsumerError(f"node {node} did not answer for them")),
-            )
-            for partition, batches in acks.items()
-        ]
+        results = answered(acks, error, errors, node)
         self._complete(results, self._lock_deadline(sent_at))
         return {keys[partition]: outcome for partition, _, outcome in results}
 

@@ -17,6 +17,7 @@ from consumer.share.acknowledgements import (
 
 __all__ = [
     "AckResult",
+    "answered",
     "batches_of",
     "group_outcomes",
     "leader_moved",
@@ -100,3 +101,19 @@ def no_session(node: int) -> KafkaError:
     return error_for_code(
         SHARE_SESSION_NOT_FOUND, f"no open share session with node {node} for these records"
     )
+
+
+def answered(
+    acks: Mapping[TopicIdPartition, tuple[AcknowledgementBatch, ...]],
+    error: ConsumerError | None,
+    answers: Mapping[TopicIdPartition, ConsumerError | None],
+    node: int,
+) -> list[AckResult]:
+    """The outcome of each partition's acknowledgements sent to ``node``: the response's
+    top-level ``error`` when there is one, else the partition's answer (a partition the
+    broker did not answer for failed)."""
+    unanswered = ConsumerError(f"node {node} did not answer for these acknowledgements")
+    return [
+        (partition, batches, error if error is not None else answers.get(partition, unanswered))
+        for partition, batches in acks.items()
+    ]
