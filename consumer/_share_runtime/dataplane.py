@@ -168,10 +168,16 @@ class ShareDataPlane:
             self._ensure_fetcher(self._leaders[partition])
         self.nudge()
 
-    async def commit(self) -> CommitResult:
-        """Send every pending acknowledgement by ShareAcknowledge, one request per leader."""
+    def take_for_commit(self) -> dict[int, AckMap]:
+        """Take every pending acknowledgement, by leader, for :meth:`commit` (taken at once, so
+        no fetch carries them off first)."""
+        return self._take_by_leader()
+
+    async def commit(self, taken: dict[int, AckMap] | None = None) -> CommitResult:
+        """Send ``taken`` (default: every pending acknowledgement) by ShareAcknowledge, one
+        request per leader."""
         outcome: CommitResult = {}
-        for node, acks in self._take_by_leader().items():
+        for node, acks in (self._take_by_leader() if taken is None else taken).items():
             outcome.update(await self._acknowledge(node, acks, close=False))
         return outcome
 

@@ -64,9 +64,11 @@ class Acknowledge:
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """Application -> background: send every pending acknowledgement now (ShareAcknowledge) and
-    complete ``reply`` with the per-partition outcome."""
+    """Application -> background: record ``acks`` (implicit mode's ACCEPTs), then send every
+    pending acknowledgement now (ShareAcknowledge) and complete ``reply`` with the per-partition
+    outcome."""
 
+    acks: tuple[tuple[TopicIdPartition, int, AcknowledgeType, RecordSource], ...] = ()
     reply: Future[CommitResult] = field(default_factory=Future, compare=False)
 
 

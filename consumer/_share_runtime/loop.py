@@ -23,7 +23,7 @@ from consumer._config.types import Secret
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.retry import reconnect_policy
 from consumer._runtime.sasl_mechanisms import SaslCredentials
-from consumer._share_runtime.dataplane import ShareDataPlane
+from consumer._share_runtime.dataplane import AckMap, ShareDataPlane
 from consumer._share_runtime.events import (
     Acknowledge,
     AcknowledgementsCompleted,
@@ -186,8 +186,9 @@ class ShareRuntime:
         match event:
             case Acknowledge(acks=acks):
                 self._data.acknowledge(acks)
-            case Commit(reply=reply):
-                asyncio.create_task(self._commit(reply))
+            case Commit(acks=acks, reply=reply):
+                self._data.acknowledge(acks)
+                asyncio.create_task(self._commit(reply, self._data.take_for_commit()))
             case SetSaslCredentials(username=username, password=password):
                 self._set_sasl_credentials(username, password)
             case Close():
@@ -210,9 +211,9 @@ class ShareRuntime:
         except ValueError as exc:
             _log.error("set_sasl_credentials: %s", exc)
 
-    async def _commit(self, reply: Future[CommitResult]) -> None:
+    async def _commit(self, reply: Future[CommitResult], taken: dict[int, AckMap]) -> None:
         try:
-            reply.set_result(await self._data.commit())
+            reply.set_result(await self._data.commit(taken))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting application
             reply.set_exception(exc)
 

@@ -30,6 +30,7 @@ from consumer._share_runtime import (
     CommitResult,
     FetchedRecord,
     PartitionFailed,
+    RecordSource,
     RuntimeFailed,
     SetSaslCredentials,
     ShareRuntime,
@@ -38,6 +39,7 @@ from consumer.errors import ConsumerError
 from consumer.member.inputs import Unsubscribed
 from consumer.share import AppPolled, ShareMemberConfig, Subscribed
 from consumer.share.acknowledgements import AcknowledgeType as WireAcknowledgeType
+from consumer.share.acknowledgements import TopicIdPartition
 from consumer.share_consumer._config import parse_share_config
 from consumer.share_consumer._convert import kafka_exception, message_of
 
@@ -55,6 +57,7 @@ AcknowledgementCommitCallback = Callable[
 """``callback(offsets, exception)``: offsets per partition and their common outcome (None:
 applied)."""
 
+_Ack = tuple[TopicIdPartition, int, WireAcknowledgeType, RecordSource]
 _CLOSE_BOUND_S: Final = 35.0
 _WAIT_SLICE_S: Final = 1.0
 _TERMINAL_TYPES: Final = (1, 2, 3)
@@ -100,6 +103,8 @@ class ShareConsumer:
         self._buffer: collections.deque[FetchedRecord] = collections.deque()
         #: The records polled and not yet terminally acknowledged: (topic, partition, offset).
         self._held: dict[tuple[str, int, int], _Held] = {}
+        #: Acknowledgements made since the last poll, sent with the next poll, commit or close.
+        self._acks: list[_Ack] = []
         self._callback: AcknowledgementCommitCallback | None = None
         self._in_callback = False
         self._closed = False
@@ -170,7 +175,7 @@ class ShareConsumer:
                 raise IllegalStateException(
                     f"{unacknowledged} records from previous poll have not been acknowledged"
                 )
-        self._accept_previous()
+        self._send_acks()
         self._runtime.to_background.put(AppPolled())
         self._run_callbacks()
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
@@ -204,16 +209,25 @@ class ShareConsumer:
         self._runtime.to_background.put(AppPolled())  # room again: the fetchers may go on
         return True
 
-    def _accept_previous(self) -> None:
-        """Implicit mode: ACCEPT every record of the previous poll."""
-        if self._explicit or not self._held:
-            return
-        acks = tuple(
-            (held.fetched.partition, offset, WireAcknowledgeType.ACCEPT, held.fetched.source)
-            for (_, _, offset), held in self._held.items()
-        )
-        self._held.clear()
-        self._runtime.to_background.put(Acknowledge(acks))
+    def _send_acks(self) -> None:
+        """Hand the acknowledgements made since the last poll to the background (they ride on
+        the next fetch to each leader)."""
+        acks = self._take_acks()
+        if acks:
+            self._runtime.to_background.put(Acknowledge(acks))
+
+    def _take_acks(self) -> tuple[_Ack, ...]:
+        """The acknowledgements made since the last poll; in implicit mode the ACCEPTs of every
+        record of the previous poll (now finished)."""
+        if not self._explicit:
+            self._acks.extend(
+                (held.fetched.partition, offset, WireAcknowledgeType.ACCEPT, held.fetched.source)
+                for (_, _, offset), held in self._held.items()
+            )
+            self._held.clear()
+        acks = tuple(self._acks)
+        self._acks.clear()
+        return acks
 
     # --- acknowledging ------------------------------------------------------------------------
 
@@ -279,19 +293,15 @@ class ShareConsumer:
         else:
             del self._held[key]
         fetched = held.fetched
-        self._runtime.to_background.put(
-            Acknowledge(
-                ((fetched.partition, offset, WireAcknowledgeType(int(ack_type)), fetched.source),)
-            )
-        )
+        kind = WireAcknowledgeType(int(ack_type))
+        self._acks.append((fetched.partition, offset, kind, fetched.source))
 
     def commit_sync(self, timeout: float = 60) -> dict[TopicPartition, KafkaException | None]:
         """Send the pending acknowledgements now and wait (at most ``timeout`` seconds) for
         their outcome per partition (None: applied); empty when nothing was pending. The
         commit callback runs for them (and for earlier outcomes) before this returns."""
         self._check_open()
-        self._accept_previous()
-        commit = Commit()
+        commit = Commit(self._take_acks())
         self._runtime.to_background.put(commit)
         try:
             outcome: CommitResult = commit.reply.result(timeout)
@@ -311,8 +321,7 @@ class ShareConsumer:
         """Send the pending acknowledgements now without waiting; their outcome reaches the
         commit callback at a later ``poll``, commit or ``close``."""
         self._check_open()
-        self._accept_previous()
-        self._runtime.to_background.put(Commit())
+        self._runtime.to_background.put(Commit(self._take_acks()))
         self._run_callbacks()
 
     # --- callbacks, locks, credentials ------------------------------------------------------
@@ -419,7 +428,7 @@ class ShareConsumer:
         self._check_not_in_callback()
         if self._closed:
             return
-        self._accept_previous()
+        self._send_acks()
         closing = Close()
         self._runtime.to_background.put(closing)
         deadline = time.monotonic() + _CLOSE_BOUND_S
