@@ -24,8 +24,12 @@ group. Their outcomes reach the acknowledgement commit callback
 consumer is not thread-safe (as confluent's).
 """
 
-from consumer.share_consumer._config import ShareConsumerConfig, parse_share_config
-from consumer.share_consumer._facade import SHARE_ACKNOWLEDGE_TYPE_RENEW, ShareConsumer
+from consumer.share_consumer._config import (
+    SHARE_ACKNOWLEDGE_TYPE_RENEW,
+    ShareConsumerConfig,
+    parse_share_config,
+)
+from consumer.share_consumer._facade import ShareConsumer
 
 # AcknowledgeType is confluent-kafka's own (re-exported by consumer, not part of our __all__).
 __all__ = [

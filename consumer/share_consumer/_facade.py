@@ -40,16 +40,15 @@ from consumer.member.inputs import Unsubscribed
 from consumer.share import AppPolled, ShareMemberConfig, Subscribed
 from consumer.share.acknowledgements import AcknowledgeType as WireAcknowledgeType
 from consumer.share.acknowledgements import TopicIdPartition
-from consumer.share_consumer._config import parse_share_config
+from consumer.share_consumer._config import (
+    SHARE_ACKNOWLEDGE_TYPE_RENEW,
+    checked_ack_type,
+    checked_topics,
+    parse_share_config,
+)
 from consumer.share_consumer._convert import kafka_exception, message_of
 
-__all__ = ["SHARE_ACKNOWLEDGE_TYPE_RENEW", "AcknowledgementCommitCallback", "ShareConsumer"]
-
-SHARE_ACKNOWLEDGE_TYPE_RENEW: Final = 4
-"""``ack_type`` RENEW (KIP-1222): extend the record's acquisition lock; the record stays in flight
-and still needs ACCEPT, RELEASE or REJECT. Explicit mode only, brokers serving ShareAcknowledge v2
-(Kafka 4.2+). confluent-kafka's ``AcknowledgeType`` has no RENEW, hence this constant (named like
-confluent's ``SHARE_ACKNOWLEDGE_TYPE_*``)."""
+__all__ = ["AcknowledgementCommitCallback", "ShareConsumer"]
 
 AcknowledgementCommitCallback = Callable[
     [dict[TopicPartition, set[int]], KafkaException | None], None
@@ -60,7 +59,6 @@ applied)."""
 _Ack = tuple[TopicIdPartition, int, WireAcknowledgeType, RecordSource]
 _CLOSE_BOUND_S: Final = 35.0
 _WAIT_SLICE_S: Final = 1.0
-_TERMINAL_TYPES: Final = (1, 2, 3)
 
 
 @dataclass
@@ -120,17 +118,7 @@ class ShareConsumer:
             ValueError: an empty or duplicate topic name.
         """
         self._check_open()
-        if isinstance(topics, str) or not isinstance(topics, Sequence):
-            raise TypeError(f"topics must be a list of topic names, got {type(topics).__name__}")
-        names = list(topics)
-        for name in names:
-            if not isinstance(name, str):
-                raise TypeError(f"topic names must be strings, got {name!r}")
-            if not name:
-                raise ValueError("topic names must be non-empty")
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"duplicate topic names: {', '.join(duplicates)}")
+        names = checked_topics(topics)
         if not names:
             self.unsubscribe()
             return
@@ -264,13 +252,7 @@ class ShareConsumer:
                 "acknowledge() needs share.acknowledgement.mode=explicit; this consumer "
                 "acknowledges implicitly"
             )
-        if not isinstance(ack_type, int) or isinstance(ack_type, bool):
-            raise TypeError(f"ack_type must be an AcknowledgeType, got {type(ack_type).__name__}")
-        if ack_type not in (*_TERMINAL_TYPES, SHARE_ACKNOWLEDGE_TYPE_RENEW):
-            raise ValueError(
-                f"ack_type must be ACCEPT (1), RELEASE (2), REJECT (3) or "
-                f"SHARE_ACKNOWLEDGE_TYPE_RENEW (4), got {ack_type}"
-            )
+        checked_ack_type(ack_type)
         if partition < 0 or offset < 0:
             raise ValueError(f"partition and offset must be >= 0, got {partition} and {offset}")
         key = (topic, partition, offset)
