@@ -103,6 +103,7 @@ class FakeShareConsumer:
         self._in_callback = False
         self._closed = False
         self._rotation = 0
+        self._lock_timeout_ms: int | None = None
 
     # --- extras beyond confluent-kafka ----------------------------------------------------------
 
@@ -247,6 +248,8 @@ class FakeShareConsumer:
             ):
                 self._in_flight[(record.topic, record.partition, record.offset)] = None
                 batch.append(_message(record, count))
+        if batch:
+            self._lock_timeout_ms = shares.settings.record_lock_duration_ms
         return batch
 
     def _accept_previous(self) -> None:
@@ -307,6 +310,31 @@ class FakeShareConsumer:
         self._pending.setdefault((topic, partition), []).append(
             (offset, WireAcknowledgeType(int(ack_type)))
         )
+
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        """The group's ``share.record.lock.duration.ms`` once this consumer acquired records
+        (None before), as the real consumer reports the broker's ``AcquisitionLockTimeoutMs``."""
+        self._check_open()
+        return self._lock_timeout_ms
+
+    def acquisition_lock_deadline(self, message: Message) -> float | None:
+        """When the lock of ``message`` (a record in flight) expires, in seconds of the
+        simulated clock (``cluster.clock.now_ms / 1000`` is now; the real consumer answers in
+        ``time.monotonic()`` seconds).
+
+        Raises:
+            IllegalStateException: the record is not in flight (or closed, or in the callback).
+        """
+        self._check_open()
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        if (topic, partition, offset) not in self._in_flight or partition is None or offset is None:
+            raise IllegalStateException(
+                f"record {topic}/{partition}@{offset} is not in flight (not from the last poll, "
+                "or already acknowledged)"
+            )
+        shares = self._cluster.share_partitions(self._group_id)
+        deadline_ms = shares.partition(str(topic), partition).lock_deadline_ms(offset)
+        return None if deadline_ms is None else deadline_ms / 1000
 
     def commit_sync(self, timeout: float = 60) -> dict[TopicPartition, KafkaException | None]:
         """Send the pending acknowledgements; their outcome per partition (None: applied)."""
