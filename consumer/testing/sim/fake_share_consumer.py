@@ -43,6 +43,7 @@ from consumer.member.partitions import TopicPartition as NamedPartition
 from consumer.share import AppPolled, CloseRequested, ShareMemberConfig, Subscribed
 from consumer.share.acknowledgements import AcknowledgeType as WireAcknowledgeType
 from consumer.share_consumer import parse_share_config
+from consumer.share_consumer._config import checked_topics
 from consumer.testing.sim.share_cluster import INFINITE_POLL_LIMIT_MS, ShareSimCluster
 from consumer.testing.sim.share_runtime import SimShareRuntime
 from consumer.testing.sim.topics import SimRecord
@@ -160,17 +161,7 @@ class FakeShareConsumer:
             ValueError: an empty or duplicate topic name.
         """
         self._check_open()
-        if isinstance(topics, str) or not isinstance(topics, Sequence):
-            raise TypeError(f"topics must be a list of topic names, got {type(topics).__name__}")
-        names = list(topics)
-        for name in names:
-            if not isinstance(name, str):
-                raise TypeError(f"topic names must be strings, got {name!r}")
-            if not name:
-                raise ValueError("topic names must be non-empty")
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"duplicate topic names: {', '.join(duplicates)}")
+        names = checked_topics(topics)
         if not names:
             self.unsubscribe()
             return
