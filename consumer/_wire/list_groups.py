@@ -70,5 +70,5 @@ def parse_list_groups_response(response: ResponsePayload) -> list[ListedGroup]:
             state=group.group_state,
             protocol_type=group.protocol_type,
         )
-        for group in response.groups
+        for group in response.groups or ()  # kio reads a null array as None
     ]

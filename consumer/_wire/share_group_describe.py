@@ -93,27 +93,27 @@ def parse_share_group_describe_response(response: ResponsePayload) -> list[Descr
             group_epoch=int(group.group_epoch),
             assignment_epoch=int(group.assignment_epoch),
             assignor_name=group.assignor_name,
-            members=tuple(_member(member) for member in group.members),
+            members=tuple(_member(member) for member in group.members or ()),
         )
-        for group in response.groups
+        for group in response.groups or ()  # kio reads a null array as None
     ]
 
 
 def _member(member: response_v1.Member) -> DescribedShareMember:
     names: dict[uuid.UUID, str] = {}
     assignment: dict[uuid.UUID, frozenset[int]] = {}
-    for topic in member.assignment.topic_partitions:
+    for topic in member.assignment.topic_partitions or ():
         if topic.topic_id is None:
             raise ProtocolError("described share assignment contains a topic without an id")
         names[topic.topic_id] = topic.topic_name
-        assignment[topic.topic_id] = frozenset(int(p) for p in topic.partitions)
+        assignment[topic.topic_id] = frozenset(int(p) for p in topic.partitions or ())
     return DescribedShareMember(
         member_id=member.member_id,
         member_epoch=int(member.member_epoch),
         rack_id=member.rack_id,
         client_id=member.client_id,
         client_host=member.client_host,
-        subscribed_topic_names=tuple(member.subscribed_topic_names),
+        subscribed_topic_names=tuple(member.subscribed_topic_names or ()),
         assignment=assignment,
         topic_names_by_id=names,
     )

@@ -96,10 +96,11 @@ def parse_describe_share_group_offsets_response(
             f"expected a DescribeShareGroupOffsets response, got {type(response).__name__}"
         )
     groups: list[ShareGroupOffsets] = []
-    for group in response.groups:
+    # kio decodes a null array as None: read it as empty.
+    for group in response.groups or ():
         partitions = []
-        for topic in group.topics:
-            for partition in topic.partitions:
+        for topic in group.topics or ():
+            for partition in topic.partitions or ():
                 lag = int(getattr(partition, "lag", _LAG_UNKNOWN))
                 partitions.append(
                     SharePartitionOffset(
