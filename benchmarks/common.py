@@ -209,17 +209,10 @@ def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 def set_share_group_configs(bootstrap: str, group_id: str, configs: Mapping[str, str]) -> None:
     """Set share-group configs (e.g. ``share.auto.offset.reset``) on ``group_id`` before it first
-    reads: IncrementalAlterConfigs on the GROUP resource."""
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    reads, and wait until the broker shows them."""
+    from consumer.share_consumer import alter_share_group_configs
 
-    entries = [
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-        for name, value in configs.items()
-    ]
-    resource = ConfigResource("GROUP", group_id, incremental_configs=entries)
-    admin = admin_client(bootstrap)  # kept alive until the futures complete
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(timeout=30)
+    alter_share_group_configs(admin_client(bootstrap), group_id, configs)
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:

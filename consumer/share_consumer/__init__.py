@@ -30,11 +30,13 @@ from consumer.share_consumer._config import (
     parse_share_config,
 )
 from consumer.share_consumer._facade import ShareConsumer
+from consumer.share_consumer._group_configs import alter_share_group_configs
 
 # AcknowledgeType is confluent-kafka's own (re-exported by consumer, not part of our __all__).
 __all__ = [
     "SHARE_ACKNOWLEDGE_TYPE_RENEW",
     "ShareConsumer",
     "ShareConsumerConfig",
+    "alter_share_group_configs",
     "parse_share_config",
 ]

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from consumer.config import ConfigError
+from consumer.share_consumer import alter_share_group_configs
 
 __all__ = ["OffsetReset", "admin_config", "configure_share_group", "share_group_configs"]
 
@@ -63,7 +64,6 @@ def configure_share_group(
     security, ``client.id``, ...).
     """
     from confluent_kafka.admin import AdminClient
-    from confluent_kafka.admin._config import AlterConfigOpType, ConfigEntry, ConfigResource
 
     group_id = conf.get("group.id")
     if not group_id:
@@ -87,14 +87,9 @@ def configure_share_group(
             "nothing to set: give auto_offset_reset, delivery_count_limit or "
             "record_lock_duration_ms"
         )
-    entries = [
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
-        for name, value in wanted.items()
-    ]
-    resource = ConfigResource("GROUP", str(group_id), incremental_configs=entries)
-    admin = AdminClient(admin_config(conf))
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(timeout=timeout_s)
+    alter_share_group_configs(
+        AdminClient(admin_config(conf)), str(group_id), wanted, timeout_s=timeout_s
+    )
     return wanted
 
 

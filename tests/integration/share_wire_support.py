@@ -11,9 +11,6 @@ from dataclasses import dataclass, field
 
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
 )
 from kio.schema.share_fetch.v1 import ShareFetchResponse as ShareFetchResponseV1
 from kio.schema.share_fetch.v2 import ShareFetchResponse as ShareFetchResponseV2
@@ -40,6 +37,7 @@ from consumer.share.acknowledgements import AcknowledgementBatch, TopicIdPartiti
 from consumer.share.acquired import filter_acquired
 from consumer.share.fetch_parameters import ShareFetchParameters
 from consumer.share.session import SessionOutcome, ShareSession
+from consumer.share_consumer import alter_share_group_configs
 
 JOIN_BOUND_S = 30.0
 RETRY_BACKOFF_S = 0.1
@@ -47,14 +45,10 @@ RETRY_BACKOFF_S = 0.1
 
 def set_share_group_configs(admin: AdminClient, group_id: str, **configs: str) -> None:
     """Set group configs (``share_auto_offset_reset="earliest"`` -> ``share.auto.offset.reset``)
-    with IncrementalAlterConfigs on the GROUP resource, before the group first reads."""
-    entries = [
-        ConfigEntry(name.replace("_", "."), value, incremental_operation=AlterConfigOpType.SET)
-        for name, value in configs.items()
-    ]
-    resource = ConfigResource("GROUP", group_id, incremental_configs=entries)
-    for future in admin.incremental_alter_configs([resource]).values():
-        future.result(timeout=30)
+    before the group first reads, and wait until the broker shows them."""
+    alter_share_group_configs(
+        admin, group_id, {name.replace("_", "."): value for name, value in configs.items()}
+    )
 
 
 @dataclass
