@@ -25,9 +25,10 @@ from consumer._client.errors import (
 from consumer._version import __version__
 from consumer.config import ConfigError, ConsumerConfig, parse_config
 from consumer.errors import ConsumerError, KafkaError
-from consumer.share_consumer import ShareConsumer
+from consumer.share_consumer import SHARE_ACKNOWLEDGE_TYPE_RENEW, ShareConsumer
 
 __all__ = [
+    "SHARE_ACKNOWLEDGE_TYPE_RENEW",
     "CallbackMisuseError",
     "ConfigError",
     "Consumer",

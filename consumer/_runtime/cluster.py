@@ -3,6 +3,7 @@ group-coordinator lookup."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 
@@ -35,6 +36,7 @@ from .connection import (
     BrokerConnection,
 )
 from .retry import CONNECT_RETRY, LOOKUP_RETRY, RetryPolicy, call_with_retry
+from .sasl_mechanisms import SaslCredentials
 from .security import ConnectionSecurity, SecuritySettings, connection_security
 
 __all__ = ["ClusterClient", "RequestBuilder", "parse_bootstrap_servers"]
@@ -109,6 +111,24 @@ class ClusterClient(AsyncClosing):
     def brokers(self) -> dict[int, BrokerAddress]:
         """The brokers known from the latest metadata, by node id."""
         return dict(self._brokers)
+
+    def set_sasl_credentials(self, credentials: SaslCredentials) -> None:
+        """Authenticate with ``credentials`` from now on: every connection opened or reopened
+        later uses them; connections already authenticated stay as they are.
+
+        Raises:
+            ValueError: the client does not use SASL (``security.protocol``).
+        """
+        security = self._security
+        if security is None or security.sasl is None:
+            raise ValueError(
+                "SASL credentials need security.protocol sasl_plaintext or sasl_ssl, got "
+                f"{'plaintext' if security is None else security.protocol}"
+            )
+        self._security = dataclasses.replace(security, sasl=credentials)
+        known = [*self._connections.values(), *([self._bootstrap] if self._bootstrap else [])]
+        for connection in known:
+            connection.use_security(self._security)
 
     async def start(self) -> ClusterMetadata:
         """Connect to the first reachable bootstrap broker and learn the broker list.

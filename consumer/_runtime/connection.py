@@ -239,6 +239,11 @@ class BrokerConnection(AsyncClosing):
             raise KafkaConnectionError(f"not connected to {self.address}")
         return session.versions
 
+    def use_security(self, security: ConnectionSecurity) -> None:
+        """Use ``security`` for the next sessions (TLS and SASL happen when connecting: an
+        open session is not affected)."""
+        self._security = security
+
     def api_version(self, api_key: ApiKey) -> int:
         """The negotiated version of ``api_key`` (raises UnsupportedBrokerError if none)."""
         return self.versions.version_for(api_key)

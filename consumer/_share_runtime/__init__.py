@@ -5,20 +5,28 @@ piggybacked on fetches, ShareAcknowledge for commits and close)."""
 
 from consumer._share_runtime.events import (
     Acknowledge,
+    AcknowledgementsCompleted,
     Close,
     Commit,
     CommitResult,
     FetchedRecord,
+    PartitionFailed,
+    RecordSource,
     RuntimeFailed,
+    SetSaslCredentials,
 )
 from consumer._share_runtime.loop import ShareRuntime
 
 __all__ = [
     "Acknowledge",
+    "AcknowledgementsCompleted",
     "Close",
     "Commit",
     "CommitResult",
     "FetchedRecord",
+    "PartitionFailed",
+    "RecordSource",
     "RuntimeFailed",
+    "SetSaslCredentials",
     "ShareRuntime",
 ]

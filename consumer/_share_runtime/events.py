@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -12,12 +13,16 @@ from consumer.share.inputs import ShareInput
 
 __all__ = [
     "Acknowledge",
+    "AcknowledgementsCompleted",
     "AppEvent",
     "Close",
     "Commit",
     "CommitResult",
     "FetchedRecord",
+    "PartitionFailed",
+    "RecordSource",
     "RuntimeFailed",
+    "SetSaslCredentials",
     "ToAppEvent",
 ]
 
@@ -26,27 +31,44 @@ CommitResult = dict[tuple[str, int], ConsumerError | None]
 
 
 @dataclass(frozen=True, slots=True)
+class RecordSource:
+    """The share session a record was acquired in: its leader node and that session's
+    generation (bumped each time the session is reset). An acknowledgement can only go back
+    to the session that acquired the record."""
+
+    node_id: int
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
 class FetchedRecord:
-    """One acquired record, ready for the application: names resolved, delivery count attached."""
+    """One acquired record, ready for the application: names resolved, delivery count, the
+    session it came from and its lock deadline (``time.monotonic()`` seconds; the lock may last
+    longer, never shorter) attached."""
 
     topic: str
     partition: TopicIdPartition
     record: Record
     delivery_count: int
+    source: RecordSource = RecordSource(-1, 0)
+    lock_deadline_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Acknowledge:
-    """Application -> background: record these acknowledgements (sent on the next request)."""
+    """Application -> background: record these acknowledgements (sent on the next request).
+    Each is (partition, offset, type, the session the record came from)."""
 
-    acks: tuple[tuple[TopicIdPartition, int, AcknowledgeType], ...]
+    acks: tuple[tuple[TopicIdPartition, int, AcknowledgeType, RecordSource], ...]
 
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """Application -> background: send every pending acknowledgement now (ShareAcknowledge) and
-    complete ``reply`` with the per-partition outcome."""
+    """Application -> background: record ``acks`` (implicit mode's ACCEPTs), then send every
+    pending acknowledgement now (ShareAcknowledge) and complete ``reply`` with the per-partition
+    outcome."""
 
+    acks: tuple[tuple[TopicIdPartition, int, AcknowledgeType, RecordSource], ...] = ()
     reply: Future[CommitResult] = field(default_factory=Future, compare=False)
 
 
@@ -59,11 +81,41 @@ class Close:
 
 
 @dataclass(frozen=True, slots=True)
+class SetSaslCredentials:
+    """Application -> background: authenticate new connections with these credentials."""
+
+    username: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class AcknowledgementsCompleted:
+    """Background -> application: acknowledgements with one outcome (``error`` None: applied).
+
+    ``offsets`` maps (topic name, partition) to the acknowledged offsets (GAPs left out);
+    ``lock_deadline_s`` is the renewed lock deadline of RENEWed offsets, when it is known.
+    """
+
+    offsets: Mapping[tuple[str, int], frozenset[int]]
+    error: ConsumerError | None
+    renewed: Mapping[tuple[str, int], frozenset[int]] = field(default_factory=dict)
+    lock_deadline_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RuntimeFailed:
     """Background -> application: the loop died or the member reported a fatal error."""
 
     error: BaseException
 
 
-AppEvent = ShareInput | Acknowledge | Commit | Close
-ToAppEvent = tuple[FetchedRecord, ...] | RuntimeFailed
+@dataclass(frozen=True, slots=True)
+class PartitionFailed:
+    """Background -> application: a partition error to raise from ``poll`` (authorization);
+    the consumer goes on."""
+
+    error: ConsumerError
+
+
+AppEvent = ShareInput | Acknowledge | Commit | Close | SetSaslCredentials
+ToAppEvent = tuple[FetchedRecord, ...] | RuntimeFailed | PartitionFailed

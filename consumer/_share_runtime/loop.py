@@ -9,6 +9,7 @@ The application talks to it only through the two queues of :mod:`consumer._bridg
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import random
@@ -18,23 +19,29 @@ from concurrent.futures import Future
 
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._bridge.settings import ClusterSettings
+from consumer._config.types import Secret
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.retry import reconnect_policy
-from consumer._share_runtime.dataplane import ShareDataPlane
+from consumer._runtime.sasl_mechanisms import SaslCredentials
+from consumer._share_runtime.dataplane import AckMap, ShareDataPlane
 from consumer._share_runtime.events import (
     Acknowledge,
+    AcknowledgementsCompleted,
     AppEvent,
     Close,
     Commit,
     CommitResult,
+    PartitionFailed,
     RuntimeFailed,
+    SetSaslCredentials,
     ToAppEvent,
 )
+from consumer._share_runtime.transport import ClusterShareTransport
 from consumer._wire.share_heartbeat import (
     build_share_heartbeat_request,
     parse_share_heartbeat_response,
 )
-from consumer.errors import ConsumerError
+from consumer.errors import ConsumerError, KafkaError, UnsupportedBrokerError, error_for_code
 from consumer.member.inputs import CoordinatorChanged, CoordinatorLost, HeartbeatTransportFailed
 from consumer.member.partitions import flatten_assignment
 from consumer.share import (
@@ -59,6 +66,7 @@ from consumer.share.fetch_parameters import ShareFetchParameters
 __all__ = ["ShareRuntime"]
 
 _log = logging.getLogger(__name__)
+UNSUPPORTED_VERSION = 35
 #: Bound on the leave and the closing requests once close() was asked for.
 _CLOSE_BOUND_S = 30.0
 
@@ -77,6 +85,10 @@ class ShareRuntime:
         self._parameters = parameters
         self.to_background: ToBackground[AppEvent] = ToBackground()
         self.to_application: ToApplication[ToAppEvent] = ToApplication()
+        #: Acknowledgement outcomes for the commit callback (appended here, taken by the app).
+        self.outcomes: collections.deque[AcknowledgementsCompleted] = collections.deque()
+        #: Whether the brokers serve RENEW (ShareFetch/ShareAcknowledge v2); None: not known yet.
+        self.renew_supported: bool | None = None
         self._thread = threading.Thread(
             target=self._thread_main, name="share-consumer", daemon=True
         )
@@ -86,6 +98,7 @@ class ShareRuntime:
         self.finished = threading.Event()
         self._cluster: ClusterClient
         self._data: ShareDataPlane
+        self._transport: ClusterShareTransport
 
     @property
     def member_id(self) -> str:
@@ -99,6 +112,12 @@ class ShareRuntime:
     def join(self, timeout_s: float) -> None:
         """Wait for the thread to end (at most ``timeout_s``)."""
         self._thread.join(timeout_s)
+
+    @property
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        """The latest ``AcquisitionLockTimeoutMs`` from a broker (None before the first)."""
+        data = getattr(self, "_data", None)
+        return None if data is None else data.acquisition_lock_timeout_ms
 
     def _now_ms(self) -> int:
         return int((time.monotonic() - self._started) * 1000)
@@ -129,13 +148,15 @@ class ShareRuntime:
             security=settings.security,
         ) as cluster:
             self._cluster = cluster
+            self._transport = ClusterShareTransport(
+                cluster, self._member.config.group_id, self._member.member_id, self._parameters
+            )
             self._data = ShareDataPlane(
-                cluster,
-                self._member.config.group_id,
-                self._member.member_id,
-                self._parameters,
+                self._transport,
                 deliver=self.to_application.put,
                 undelivered=lambda: len(self.to_application),
+                report=self.outcomes.append,
+                surface=lambda error: self.to_application.put(PartitionFailed(error)),
                 retry_backoff_ms=self._member.config.retry_backoff_ms,
             )
             await self._run(wakeup)
@@ -165,8 +186,11 @@ class ShareRuntime:
         match event:
             case Acknowledge(acks=acks):
                 self._data.acknowledge(acks)
-            case Commit(reply=reply):
-                asyncio.create_task(self._commit(reply))
+            case Commit(acks=acks, reply=reply):
+                self._data.acknowledge(acks)
+                asyncio.create_task(self._commit(reply, self._data.take_for_commit()))
+            case SetSaslCredentials(username=username, password=password):
+                self._set_sasl_credentials(username, password)
             case Close():
                 self._close = event
                 await self._data.close()
@@ -177,9 +201,19 @@ class ShareRuntime:
             case _:
                 await self._feed(event)
 
-    async def _commit(self, reply: Future[CommitResult]) -> None:
+    def _set_sasl_credentials(self, username: str, password: str) -> None:
+        security = self._settings.security
+        mechanism = None if security is None else security.sasl_mechanism
         try:
-            reply.set_result(await self._data.commit())
+            self._cluster.set_sasl_credentials(
+                SaslCredentials((mechanism or "PLAIN").upper(), username, Secret(password))
+            )
+        except ValueError as exc:
+            _log.error("set_sasl_credentials: %s", exc)
+
+    async def _commit(self, reply: Future[CommitResult], taken: dict[int, AckMap]) -> None:
+        try:
+            reply.set_result(await self._data.commit(taken))
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting application
             reply.set_exception(exc)
 
@@ -199,6 +233,12 @@ class ShareRuntime:
             case FindCoordinator():
                 try:
                     location = await self._cluster.find_coordinator(group_id, refresh=True)
+                except UnsupportedBrokerError as exc:
+                    return CoordinatorLost(str(exc), UNSUPPORTED_VERSION)
+                except KafkaError as exc:
+                    # Refusals (authorization, authentication) carry their code: the member
+                    # fails on them; retriable ones are looked up again after a backoff.
+                    return CoordinatorLost(str(exc), None if exc.retriable else exc.code)
                 except ConsumerError as exc:
                     return CoordinatorLost(str(exc))
                 return CoordinatorChanged(location.node_id)
@@ -209,20 +249,30 @@ class ShareRuntime:
                 return StoppedAndFlushed(request_id)
             case ApplyShareAssignment(request_id=request_id, assigned=assigned):
                 if self._close is None:
-                    try:
-                        await self._data.assign(
-                            TopicIdPartition(p.topic_id, p.partition) for p in assigned
-                        )
-                    except ConsumerError as exc:  # metadata unreachable: fetch what is known
-                        _log.warning("share assignment: metadata lookup failed: %s", exc)
+                    await self._learn_renew_support()
+                    await self._data.assign(
+                        TopicIdPartition(p.topic_id, p.partition) for p in assigned
+                    )
                 return ShareAssignmentApplied(request_id)
-            case ReportError(error_name=name, message=message, fatal=fatal):
+            case ReportError(error_code=code, error_name=name, message=message, fatal=fatal):
                 _log.error("share member error %s: %s", name, message)
                 if fatal:
-                    self.to_application.put(RuntimeFailed(ConsumerError(f"{name}: {message}")))
+                    error = (
+                        ConsumerError(f"{name}: {message}")
+                        if code is None
+                        else error_for_code(code, message)
+                    )
+                    self.to_application.put(RuntimeFailed(error))
             case ShutDown():
                 self._shut_down = True
         return None
+
+    async def _learn_renew_support(self) -> None:
+        if self.renew_supported is None:
+            try:
+                self.renew_supported = await self._transport.renew_supported()
+            except ConsumerError as exc:
+                _log.debug("could not learn whether the brokers serve RENEW: %s", exc)
 
     async def _heartbeat(self, request_id: int, command: SendShareHeartbeat) -> ShareInput | None:
         request = command.request

@@ -21,6 +21,7 @@ __all__ = [
     "LeaderChange",
     "PartitionAction",
     "action_for_partition_error",
+    "leader_after_move",
     "leaders_after_hints",
 ]
 
@@ -91,3 +92,14 @@ def leaders_after_hints(
             updated.pop(change.partition, None)
             unknown.add(change.partition)
     return updated, frozenset(unknown)
+
+
+def leader_after_move(
+    from_node: int, hint: LeaderChange | None, known_nodes: Iterable[int]
+) -> int | None:
+    """Where to fetch a partition from after a MOVE_TO_LEADER error on ``from_node``: the
+    hinted leader (``CurrentLeader``) when it names another node the client knows (from
+    metadata or the response's ``NodeEndpoints``); None when metadata must say."""
+    if hint is None or hint.leader_id < 0 or hint.leader_id == from_node:
+        return None
+    return hint.leader_id if hint.leader_id in frozenset(known_nodes) else None

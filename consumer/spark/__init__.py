@@ -7,6 +7,10 @@
   a successful write.
 * :func:`run_group_members` - N executor tasks, each a group member that processes its records
   inside the task and commits after processing.
+* :func:`share_work_queue` - N executor tasks, each a share-group (KIP-932) member: more tasks
+  than partitions work through a topic; each record is ACCEPTed after ``process`` succeeded,
+  RELEASEd for a retry when it failed, REJECTed (reported as poison) after ``max_attempts``.
+  :func:`configure_share_group` sets the group's ``share.auto.offset.reset`` and limits.
 * :func:`local_session` / :func:`configure_environment` - what Spark needs to run our Python
   code (``PYSPARK_PYTHON``, pyarrow).
 
@@ -22,8 +26,15 @@ if TYPE_CHECKING:
     from consumer.spark._spec import GroupSpec, OffsetRange
     from consumer.spark.executor import LEDGER_SCHEMA_DDL, check_cluster, run_group_members
     from consumer.spark.session import configure_environment, local_session
+    from consumer.spark.share_groups import configure_share_group, share_group_configs
     from consumer.spark.snapshot import CommitResult, GroupSnapshot, group_snapshot
     from consumer.spark.source import SOURCE_NAME, KafkaGroupDataSource, register
+    from consumer.spark.work_queue import (
+        PoisonRecord,
+        ShareTaskReport,
+        WorkQueueReport,
+        share_work_queue,
+    )
 
 _EXPORTS = {
     "GroupSpec": "consumer.spark._spec",
@@ -39,6 +50,12 @@ _EXPORTS = {
     "SOURCE_NAME": "consumer.spark.source",
     "KafkaGroupDataSource": "consumer.spark.source",
     "register": "consumer.spark.source",
+    "configure_share_group": "consumer.spark.share_groups",
+    "share_group_configs": "consumer.spark.share_groups",
+    "PoisonRecord": "consumer.spark.work_queue",
+    "ShareTaskReport": "consumer.spark.work_queue",
+    "WorkQueueReport": "consumer.spark.work_queue",
+    "share_work_queue": "consumer.spark.work_queue",
 }
 
 __all__ = [
@@ -49,12 +66,18 @@ __all__ = [
     "GroupSpec",
     "KafkaGroupDataSource",
     "OffsetRange",
+    "PoisonRecord",
+    "ShareTaskReport",
+    "WorkQueueReport",
     "check_cluster",
     "configure_environment",
+    "configure_share_group",
     "group_snapshot",
     "local_session",
     "register",
     "run_group_members",
+    "share_group_configs",
+    "share_work_queue",
 ]
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Message, Producer
+from confluent_kafka import KafkaException, Message, Producer, TopicPartition
 from confluent_kafka import ShareConsumer as ConfluentShareConsumer
 from confluent_kafka.admin import AdminClient, ConfigResource
 from share_wire_support import JOIN_BOUND_S as DESCRIBE_BOUND_S
@@ -94,6 +94,50 @@ def share_group(admin: AdminClient, unique_name: Callable[[str], str], **configs
 def share_config(bootstrap: str, group_id: str, **extra: object) -> dict[str, object]:
     """A share consumer's config dict (``extra`` keys with ``_`` are not rewritten)."""
     return {"bootstrap.servers": bootstrap, "group.id": group_id, **extra}
+
+
+@dataclass
+class Outcome:
+    """One call of the acknowledgement commit callback."""
+
+    offsets: dict[tuple[str, int], set[int]]
+    error_code: int | None
+    thread: int
+
+
+@dataclass
+class CallbackLog:
+    """An acknowledgement commit callback recording each call (and the calling thread)."""
+
+    calls: list[Outcome] = field(default_factory=list)
+
+    def __call__(
+        self, offsets: dict[TopicPartition, set[int]], exception: KafkaException | None
+    ) -> None:
+        assert isinstance(offsets, dict)
+        assert all(isinstance(tp, TopicPartition) for tp in offsets)
+        code = None if exception is None else exception.args[0].code()
+        self.calls.append(
+            Outcome(
+                {(tp.topic, tp.partition): set(numbers) for tp, numbers in offsets.items()},
+                code,
+                threading.get_ident(),
+            )
+        )
+
+    def offsets(self, error_code: int | None = None) -> list[tuple[int, int]]:
+        """(partition, offset) of every reported acknowledgement with this outcome, repeats
+        kept."""
+        return sorted(
+            (partition, offset)
+            for call in self.calls
+            if call.error_code == error_code
+            for (_, partition), numbers in call.offsets.items()
+            for offset in numbers
+        )
+
+    def codes(self) -> set[int | None]:
+        return {call.error_code for call in self.calls}
 
 
 def poll_until(
