@@ -32,7 +32,7 @@ from share_consumer_support import (
 )
 
 from consumer import AcknowledgeType
-from consumer._share_runtime import dataplane
+from consumer._share_runtime import transport
 from consumer._wire import Compression
 from tests.support import wait_until
 
@@ -163,7 +163,7 @@ def test_compressed_records_with_headers_round_trip_exactly(
 
     # Observe the codec of every batch the ShareConsumer's data plane decodes.
     codecs_seen: set[Compression] = set()
-    parse = dataplane.parse_share_fetch_response
+    parse = transport.parse_share_fetch_response
 
     def parse_and_note(response: Any) -> Any:
         result = parse(response)
@@ -171,7 +171,7 @@ def test_compressed_records_with_headers_round_trip_exactly(
             codecs_seen.update(batch.compression for batch in partition.records.batches)
         return result
 
-    monkeypatch.setattr(dataplane, "parse_share_fetch_response", parse_and_note)
+    monkeypatch.setattr(transport, "parse_share_fetch_response", parse_and_note)
     consumer = share_consumers(group_id)
     consumer.subscribe([topic])
     got = poll_until(consumer, lambda so_far: len(so_far) >= len(expected))
