@@ -57,9 +57,12 @@ class FetchedRecord(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Acknowledge:
     """Application -> background: record these acknowledgements (sent on the next request).
-    Each is (partition, offset, type, the session the record came from)."""
+    Each is (partition, offset, type, the session the record came from). ``polled``: the
+    application polled too (the member's ``AppPolled``; the fetchers look again), so a poll
+    wakes the background loop once."""
 
     acks: tuple[tuple[TopicIdPartition, int, AcknowledgeType, RecordSource], ...]
+    polled: bool = False
 
 
 @dataclass(frozen=True, slots=True)

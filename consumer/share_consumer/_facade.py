@@ -37,7 +37,7 @@ from consumer._share_runtime import (
 )
 from consumer.errors import ConsumerError
 from consumer.member.inputs import Unsubscribed
-from consumer.share import AppPolled, ShareMemberConfig, Subscribed
+from consumer.share import ShareMemberConfig, Subscribed
 from consumer.share.acknowledgements import AcknowledgeType as WireAcknowledgeType
 from consumer.share.acknowledgements import TopicIdPartition
 from consumer.share_consumer._config import (
@@ -61,7 +61,7 @@ _CLOSE_BOUND_S: Final = 35.0
 _WAIT_SLICE_S: Final = 1.0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Held:
     """A record the application holds: polled and not yet terminally acknowledged."""
 
@@ -163,12 +163,20 @@ class ShareConsumer:
                 raise IllegalStateException(
                     f"{unacknowledged} records from previous poll have not been acknowledged"
                 )
-        self._send_acks()
-        self._runtime.to_background.put(AppPolled())
+        acks = self._take_acks()
+        try:
+            if not self._buffer:
+                self._take_from_runtime()
+        finally:
+            # One wake-up of the background loop per poll: the acks, the member's AppPolled,
+            # and the fetchers look again (there is room for a delivery).
+            self._runtime.to_background.put(Acknowledge(acks, polled=True))
         self._run_callbacks()
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while not self._buffer:
-            if not self._take_from_runtime():
+            if self._take_from_runtime():
+                self._runtime.to_background.put(Acknowledge((), polled=True))  # room again
+            else:
                 self._run_callbacks()
                 remaining = _WAIT_SLICE_S if deadline is None else deadline - time.monotonic()
                 if remaining <= 0:
@@ -194,7 +202,6 @@ class ShareConsumer:
         if isinstance(item, PartitionFailed):
             raise kafka_exception(item.error)
         self._buffer.extend(item)
-        self._runtime.to_background.put(AppPolled())  # room again: the fetchers may go on
         return True
 
     def _send_acks(self) -> None:
