@@ -43,6 +43,7 @@ from consumer.member.partitions import TopicPartition as NamedPartition
 from consumer.share import AppPolled, CloseRequested, ShareMemberConfig, Subscribed
 from consumer.share.acknowledgements import AcknowledgeType as WireAcknowledgeType
 from consumer.share_consumer import parse_share_config
+from consumer.share_consumer._config import checked_topics
 from consumer.testing.sim.share_cluster import INFINITE_POLL_LIMIT_MS, ShareSimCluster
 from consumer.testing.sim.share_runtime import SimShareRuntime
 from consumer.testing.sim.topics import SimRecord
@@ -103,6 +104,7 @@ class FakeShareConsumer:
         self._in_callback = False
         self._closed = False
         self._rotation = 0
+        self._lock_timeout_ms: int | None = None
 
     # --- extras beyond confluent-kafka ----------------------------------------------------------
 
@@ -159,17 +161,7 @@ class FakeShareConsumer:
             ValueError: an empty or duplicate topic name.
         """
         self._check_open()
-        if isinstance(topics, str) or not isinstance(topics, Sequence):
-            raise TypeError(f"topics must be a list of topic names, got {type(topics).__name__}")
-        names = list(topics)
-        for name in names:
-            if not isinstance(name, str):
-                raise TypeError(f"topic names must be strings, got {name!r}")
-            if not name:
-                raise ValueError("topic names must be non-empty")
-        duplicates = sorted({name for name in names if names.count(name) > 1})
-        if duplicates:
-            raise ValueError(f"duplicate topic names: {', '.join(duplicates)}")
+        names = checked_topics(topics)
         if not names:
             self.unsubscribe()
             return
@@ -247,6 +239,8 @@ class FakeShareConsumer:
             ):
                 self._in_flight[(record.topic, record.partition, record.offset)] = None
                 batch.append(_message(record, count))
+        if batch:
+            self._lock_timeout_ms = shares.settings.record_lock_duration_ms
         return batch
 
     def _accept_previous(self) -> None:
@@ -307,6 +301,31 @@ class FakeShareConsumer:
         self._pending.setdefault((topic, partition), []).append(
             (offset, WireAcknowledgeType(int(ack_type)))
         )
+
+    def acquisition_lock_timeout_ms(self) -> int | None:
+        """The group's ``share.record.lock.duration.ms`` once this consumer acquired records
+        (None before), as the real consumer reports the broker's ``AcquisitionLockTimeoutMs``."""
+        self._check_open()
+        return self._lock_timeout_ms
+
+    def acquisition_lock_deadline(self, message: Message) -> float | None:
+        """When the lock of ``message`` (a record in flight) expires, in seconds of the
+        simulated clock (``cluster.clock.now_ms / 1000`` is now; the real consumer answers in
+        ``time.monotonic()`` seconds).
+
+        Raises:
+            IllegalStateException: the record is not in flight (or closed, or in the callback).
+        """
+        self._check_open()
+        topic, partition, offset = message.topic(), message.partition(), message.offset()
+        if (topic, partition, offset) not in self._in_flight or partition is None or offset is None:
+            raise IllegalStateException(
+                f"record {topic}/{partition}@{offset} is not in flight (not from the last poll, "
+                "or already acknowledged)"
+            )
+        shares = self._cluster.share_partitions(self._group_id)
+        deadline_ms = shares.partition(str(topic), partition).lock_deadline_ms(offset)
+        return None if deadline_ms is None else deadline_ms / 1000
 
     def commit_sync(self, timeout: float = 60) -> dict[TopicPartition, KafkaException | None]:
         """Send the pending acknowledgements; their outcome per partition (None: applied)."""

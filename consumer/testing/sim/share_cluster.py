@@ -43,7 +43,7 @@ INFINITE_POLL_LIMIT_MS: Final = 3_600_000
 _SETTINGS_KEYS: Final = {
     "share.record.lock.duration.ms": "record_lock_duration_ms",
     "share.delivery.count.limit": "delivery_count_limit",
-    "share.auto.offset.reset": "auto_offset_reset",
+    "share.auto.offset.reset": "start_offset_reset",
     "share.partition.max.record.locks": "max_record_locks",
 }
 _COORDINATOR_KEYS: Final = {

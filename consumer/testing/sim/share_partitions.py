@@ -68,21 +68,21 @@ class ShareGroupSettings:
     Attributes:
         record_lock_duration_ms: ``share.record.lock.duration.ms``.
         delivery_count_limit: ``share.delivery.count.limit``.
-        auto_offset_reset: ``share.auto.offset.reset``: ``earliest`` or ``latest``.
+        start_offset_reset: ``share.auto.offset.reset``: ``earliest`` or ``latest``.
         max_record_locks: ``group.share.partition.max.record.locks``: records one partition
             may have ACQUIRED at once (fetches acquire nothing more until some are finished).
     """
 
     record_lock_duration_ms: int = 30_000
     delivery_count_limit: int = 5
-    auto_offset_reset: str = "latest"
+    start_offset_reset: str = "latest"
     max_record_locks: int = 2_000
 
     def __post_init__(self) -> None:
-        if self.auto_offset_reset not in _RESETS:
+        if self.start_offset_reset not in _RESETS:
             raise ValueError(
                 "share.auto.offset.reset must be 'earliest' or 'latest', "
-                f"got {self.auto_offset_reset!r}"
+                f"got {self.start_offset_reset!r}"
             )
         for key, value in (
             ("share.record.lock.duration.ms", self.record_lock_duration_ms),
@@ -204,7 +204,7 @@ class SharePartitionsSim:
         found = self.partitions.get(key)
         if found is None:
             log = self.topics.log(topic, partition)
-            start = 0 if self.settings.auto_offset_reset == "earliest" else len(log)
+            start = 0 if self.settings.start_offset_reset == "earliest" else len(log)
             found = SharePartitionSim(topic, partition, start, self.settings)
             self.partitions[key] = found
         return found

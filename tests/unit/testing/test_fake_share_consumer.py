@@ -169,6 +169,21 @@ def test_processing_longer_than_the_lock_redelivers_and_the_late_accept_fails() 
     assert cluster.record_state("g", TOPIC, 0, 0) == (RecordState.ACKNOWLEDGED, 2)
 
 
+def test_the_lock_deadline_of_a_record_in_flight_is_on_the_simulated_clock() -> None:
+    cluster = cluster_with(records=2, **{"share.record.lock.duration.ms": 15_000})
+    member = cluster.share_consumer(config(**{"share.acknowledgement.mode": "explicit"}))
+    member.subscribe([TOPIC])
+    assert member.acquisition_lock_timeout_ms() is None, "nothing acquired yet"
+    first, second = member.poll(1.0)
+    acquired_s = cluster.clock.now_ms / 1000
+    assert member.acquisition_lock_timeout_ms() == 15_000
+    assert member.acquisition_lock_deadline(first) == acquired_s + 15
+    member.acknowledge(first)
+    with pytest.raises(IllegalStateException, match="not in flight"):
+        member.acquisition_lock_deadline(first)
+    assert member.acquisition_lock_deadline(second) == acquired_s + 15
+
+
 def test_a_poison_record_is_archived_at_the_delivery_count_limit() -> None:
     cluster = cluster_with(records=2, **{"share.delivery.count.limit": 3})
     fake = cluster.share_consumer(config(**{"share.acknowledgement.mode": "explicit"}))

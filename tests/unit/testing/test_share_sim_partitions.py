@@ -18,7 +18,7 @@ def group(records: int = 5, **settings: object) -> SharePartitionsSim:
     topics.create("t", 1)
     for i in range(records):
         topics.append("t", 0, None, f"v{i}".encode(), (), 0)
-    config = {"auto_offset_reset": "earliest", "record_lock_duration_ms": 1_000, **settings}
+    config = {"start_offset_reset": "earliest", "record_lock_duration_ms": 1_000, **settings}
     return SharePartitionsSim(topics, ShareGroupSettings(**config))  # type: ignore[arg-type]
 
 
@@ -97,7 +97,7 @@ def test_closing_the_session_releases_what_the_member_holds() -> None:
 
 
 def test_latest_starts_at_the_end_and_earliest_at_zero() -> None:
-    latest = group(records=3, auto_offset_reset="latest")
+    latest = group(records=3, start_offset_reset="latest")
     assert latest.acquire("m", "t", 0, 10, 0) == []
     latest.topics.append("t", 0, None, b"new", (), 0)
     assert offsets(latest.acquire("m", "t", 0, 10, 0)) == [(3, 1)]
@@ -115,7 +115,7 @@ def test_the_record_lock_cap_stops_acquisition() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"auto_offset_reset": "by_duration:PT1H"}, "share.auto.offset.reset"),
+        ({"start_offset_reset": "by_duration:PT1H"}, "share.auto.offset.reset"),
         ({"delivery_count_limit": 0}, "share.delivery.count.limit"),
         ({"record_lock_duration_ms": -1}, "share.record.lock.duration.ms"),
     ],
