@@ -145,6 +145,10 @@ def read_records(
             if byte < 0x80:
                 timestamp_delta = (byte >> 1) ^ -(byte & 1)
                 position += 2
+            elif data[position + 2] < 0x80:
+                timestamp_delta = (byte & 0x7F) | (data[position + 2] << 7)
+                timestamp_delta = (timestamp_delta >> 1) ^ -(timestamp_delta & 1)
+                position += 3
             else:
                 timestamp_delta, position = _varint_at(data, position + 1)
             # Offset delta.
