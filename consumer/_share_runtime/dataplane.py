@@ -60,6 +60,7 @@ from consumer.share.session import SessionOutcome, ShareSession
 __all__ = ["ShareDataPlane"]
 
 _log = logging.getLogger(__name__)
+_new_tuple = tuple.__new__
 AckMap = dict[TopicIdPartition, tuple[AcknowledgementBatch, ...]]
 #: How long an idle fetcher waits before looking again when nothing woke it.
 _IDLE_WAIT_S = 0.1
@@ -320,9 +321,12 @@ class ShareDataPlane:
             self._acks.add_all(partition, acquired.gaps, AcknowledgeType.GAP)
             self._acks.add_all(partition, acquired.unreadable, AcknowledgeType.REJECT)
             name = self._names.get(part.topic_id, str(part.topic_id))
+            # tuple.__new__ skips the named tuple's Python-level __new__ (once per record).
             delivered.extend(
-                FetchedRecord(name, partition, record, count, source, deadline)
-                for record, count in acquired.delivered
+                [
+                    _new_tuple(FetchedRecord, (name, partition, record, count, source, deadline))
+                    for record, count in acquired.delivered
+                ]
             )
         if delivered:
             self._deliver(tuple(delivered))
