@@ -79,6 +79,10 @@ class ClusterClient(AsyncClosing):
         required_apis: APIs every broker must offer.
         security: TLS and SASL for every connection (prepared once here, so all connections
             share one SSL context); None: plaintext.
+        separate_coordinator_connection: send coordinator requests over a connection of their
+            own, not the one :meth:`connection_to` gives for that broker. A broker answers the
+            requests of one connection in order, so a heartbeat would otherwise wait behind a
+            long-polling fetch (the share consumer's ShareFetch) on the same broker.
     """
 
     def __init__(
@@ -92,6 +96,7 @@ class ClusterClient(AsyncClosing):
         lookup_retry: RetryPolicy = LOOKUP_RETRY,
         required_apis: Iterable[ApiKey] = ALL_GROUP_APIS,
         security: SecuritySettings | ConnectionSecurity | None = None,
+        separate_coordinator_connection: bool = False,
     ) -> None:
         self._bootstrap_addresses = parse_bootstrap_servers(bootstrap_servers)
         self._client_id = client_id
@@ -105,6 +110,8 @@ class ClusterClient(AsyncClosing):
         self._brokers: dict[int, BrokerAddress] = {}
         self._connections: dict[int, BrokerConnection] = {}
         self._coordinators: dict[str, int] = {}
+        self._separate_coordinator = separate_coordinator_connection
+        self._coordinator_connections: dict[int, BrokerConnection] = {}
         self._closed = False
 
     @property
@@ -126,7 +133,11 @@ class ClusterClient(AsyncClosing):
                 f"{'plaintext' if security is None else security.protocol}"
             )
         self._security = dataclasses.replace(security, sasl=credentials)
-        known = [*self._connections.values(), *([self._bootstrap] if self._bootstrap else [])]
+        known = [
+            *self._connections.values(),
+            *self._coordinator_connections.values(),
+            *([self._bootstrap] if self._bootstrap else []),
+        ]
         for connection in known:
             connection.use_security(self._security)
 
@@ -190,6 +201,8 @@ class ClusterClient(AsyncClosing):
         """The connection to the coordinator of ``group_id``."""
         coordinator = await self.find_coordinator(group_id)
         try:
+            if self._separate_coordinator:
+                return await self._coordinator_connection_to(coordinator)
             return await self.connection_to(coordinator.node_id)
         except ConsumerError:
             self.invalidate_coordinator(group_id)
@@ -223,10 +236,11 @@ class ClusterClient(AsyncClosing):
     async def close(self) -> None:
         """Close every connection; idempotent."""
         self._closed = True
-        connections = list(self._connections.values())
+        connections = [*self._connections.values(), *self._coordinator_connections.values()]
         if self._bootstrap is not None and self._bootstrap not in connections:
             connections.append(self._bootstrap)
         self._connections.clear()
+        self._coordinator_connections.clear()
         self._bootstrap = None
         for connection in connections:
             await connection.close()
@@ -239,6 +253,18 @@ class ClusterClient(AsyncClosing):
     def _check_open(self) -> None:
         if self._closed:
             raise KafkaConnectionError("the cluster client is closed")
+
+    async def _coordinator_connection_to(self, broker: BrokerAddress) -> BrokerConnection:
+        """The coordinator-only connection to ``broker`` (``separate_coordinator_connection``)."""
+        self._check_open()
+        connection = self._coordinator_connections.get(broker.node_id)
+        if connection is None or (connection.host, connection.port) != (broker.host, broker.port):
+            if connection is not None:
+                await connection.close()
+            connection = self._new_connection(broker.host, broker.port, broker.node_id)
+            self._coordinator_connections[broker.node_id] = connection
+        await connection.connect()
+        return connection
 
     def _new_connection(self, host: str, port: int, node_id: int | None) -> BrokerConnection:
         return BrokerConnection(

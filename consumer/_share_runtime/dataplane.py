@@ -1,8 +1,9 @@
 """The share data plane: one share session per partition leader, fetched by one task each.
 
 Each fetch carries the pending acknowledgements of that node's partitions (piggybacking); a
-node fetches again only once the application has taken what was delivered (or acknowledgements
-are waiting), so a member does not hoard record locks. Commits go out as ShareAcknowledge; close
+node fetches one delivery ahead of the application (again while at most one delivery waits to be
+taken, or when acknowledgements are waiting), so the round trip overlaps the application's work
+and a member does not hoard record locks. Commits go out as ShareAcknowledge; close
 sends the final acknowledgements on the closing ShareAcknowledge (epoch -1), which releases every
 record still acquired.
 
@@ -59,9 +60,43 @@ from consumer.share.session import SessionOutcome, ShareSession
 __all__ = ["ShareDataPlane"]
 
 _log = logging.getLogger(__name__)
+_new_tuple = tuple.__new__
 AckMap = dict[TopicIdPartition, tuple[AcknowledgementBatch, ...]]
 #: How long an idle fetcher waits before looking again when nothing woke it.
 _IDLE_WAIT_S = 0.1
+#: Deliveries the application has not taken yet, beyond which a node does not fetch again: one
+#: batch ahead, so the next fetch's round trip overlaps the application's work, while a member
+#: holds the locks of at most this many untaken deliveries plus the one in flight.
+_PREFETCH_DELIVERIES = 1
+
+
+_AckRun = tuple[TopicIdPartition, int, int, AcknowledgeType, RecordSource]
+
+
+def _runs(
+    acks: Iterable[tuple[TopicIdPartition, int, AcknowledgeType, RecordSource]],
+) -> list[_AckRun]:
+    """``acks`` as runs (partition, first, last, type, source) of consecutive offsets."""
+    runs: list[_AckRun] = []
+    partition: TopicIdPartition | None = None
+    first = last = -2
+    kind = AcknowledgeType.ACCEPT
+    source = RecordSource(-1, 0)
+    for ack_partition, offset, ack_kind, ack_source in acks:
+        if (
+            offset == last + 1
+            and ack_kind is kind
+            and ack_partition is partition
+            and ack_source is source
+        ):
+            last = offset
+            continue
+        if partition is not None:
+            runs.append((partition, first, last, kind, source))
+        partition, first, last, kind, source = ack_partition, offset, offset, ack_kind, ack_source
+    if partition is not None:
+        runs.append((partition, first, last, kind, source))
+    return runs
 
 
 class ShareDataPlane:
@@ -130,15 +165,17 @@ class ShareDataPlane:
         self, acks: Iterable[tuple[TopicIdPartition, int, AcknowledgeType, RecordSource]]
     ) -> None:
         """Queue acknowledgements from the application; those whose record's session is gone
-        (reset, or the partition moved to another leader) fail at once."""
+        (reset, or the partition moved to another leader) fail at once. Consecutive offsets
+        with the same partition, type and session are queued as one range."""
         failed: dict[tuple[TopicIdPartition, str], tuple[ConsumerError, dict[int, AcknowledgeType]]]
         failed = {}
-        for partition, offset, kind, source in acks:
+        for partition, first, last, kind, source in _runs(acks):
             error = self._stale_source(partition, source)
             if error is None:
-                self._acks.add(partition, offset, kind)
+                self._acks.add_range(partition, first, last, kind)
             else:
-                failed.setdefault((partition, str(error)), (error, {}))[1][offset] = kind
+                offsets = failed.setdefault((partition, str(error)), (error, {}))[1]
+                offsets.update(dict.fromkeys(range(first, last + 1), kind))
         self._complete(
             (partition, batches_of(offsets), error)
             for (partition, _), (error, offsets) in failed.items()
@@ -224,7 +261,7 @@ class ShareDataPlane:
                 # Never on an epoch-0 fetch (INVALID_REQUEST): they belong to a lost session.
                 self._fail(self._acks.take(with_acks), self._reset_error(node))
                 with_acks = set()
-            if not with_acks and (not wanted or self._undelivered() > 0):
+            if not with_acks and (not wanted or self._undelivered() > _PREFETCH_DELIVERIES):
                 self._changed.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._changed.wait(), _IDLE_WAIT_S)
@@ -284,9 +321,12 @@ class ShareDataPlane:
             self._acks.add_all(partition, acquired.gaps, AcknowledgeType.GAP)
             self._acks.add_all(partition, acquired.unreadable, AcknowledgeType.REJECT)
             name = self._names.get(part.topic_id, str(part.topic_id))
+            # tuple.__new__ skips the named tuple's Python-level __new__ (once per record).
             delivered.extend(
-                FetchedRecord(name, partition, record, count, source, deadline)
-                for record, count in acquired.delivered
+                [
+                    _new_tuple(FetchedRecord, (name, partition, record, count, source, deadline))
+                    for record, count in acquired.delivered
+                ]
             )
         if delivered:
             self._deliver(tuple(delivered))

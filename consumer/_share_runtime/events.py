@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from consumer._wire.records import Record
 from consumer.errors import ConsumerError
@@ -40,11 +41,10 @@ class RecordSource:
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
-class FetchedRecord:
+class FetchedRecord(NamedTuple):
     """One acquired record, ready for the application: names resolved, delivery count, the
     session it came from and its lock deadline (``time.monotonic()`` seconds; the lock may last
-    longer, never shorter) attached."""
+    longer, never shorter) attached. A named tuple: one is built per record fetched."""
 
     topic: str
     partition: TopicIdPartition
@@ -57,9 +57,12 @@ class FetchedRecord:
 @dataclass(frozen=True, slots=True)
 class Acknowledge:
     """Application -> background: record these acknowledgements (sent on the next request).
-    Each is (partition, offset, type, the session the record came from)."""
+    Each is (partition, offset, type, the session the record came from). ``polled``: the
+    application polled too (the member's ``AppPolled``; the fetchers look again), so a poll
+    wakes the background loop once."""
 
     acks: tuple[tuple[TopicIdPartition, int, AcknowledgeType, RecordSource], ...]
+    polled: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -146,6 +146,8 @@ class ShareRuntime:
                 settings.reconnect_backoff_ms, settings.reconnect_backoff_max_ms
             ),
             security=settings.security,
+            # Heartbeats must not queue behind a ShareFetch long poll on the same connection.
+            separate_coordinator_connection=True,
         ) as cluster:
             self._cluster = cluster
             self._transport = ClusterShareTransport(
@@ -184,8 +186,12 @@ class ShareRuntime:
 
     async def _on_event(self, event: AppEvent) -> None:
         match event:
-            case Acknowledge(acks=acks):
-                self._data.acknowledge(acks)
+            case Acknowledge(acks=acks, polled=polled):
+                if acks:
+                    self._data.acknowledge(acks)
+                if polled:
+                    self._data.nudge()
+                    await self._feed(AppPolled())
             case Commit(acks=acks, reply=reply):
                 self._data.acknowledge(acks)
                 asyncio.create_task(self._commit(reply, self._data.take_for_commit()))

@@ -41,9 +41,18 @@ def reported_offsets(
     batches: Iterable[AcknowledgementBatch], kinds: Callable[[AcknowledgeType], bool]
 ) -> frozenset[int]:
     """The offsets of ``batches`` whose type ``kinds`` selects."""
-    return frozenset(
-        offset for batch in batches for offset in batch.offsets() if kinds(batch.type_at(offset))
-    )
+    offsets: set[int] = set()
+    for batch in batches:
+        if len(batch.types) == 1:  # one type for the whole range: no per-offset look-ups
+            if kinds(batch.types[0]):
+                offsets.update(batch.offsets())
+        else:
+            offsets.update(
+                offset
+                for offset, kind in zip(batch.offsets(), batch.types, strict=True)
+                if kinds(kind)
+            )
+    return frozenset(offsets)
 
 
 _Offsets = dict[tuple[str, int], frozenset[int]]

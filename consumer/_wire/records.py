@@ -32,6 +32,8 @@ from typing import Final
 import cramjam
 from crc32c import crc32c
 
+from ._record_loop import Record, RecordDecodeError, TimestampType, read_records
+
 __all__ = [
     "AbortedTransaction",
     "Compression",
@@ -73,34 +75,11 @@ class Compression(enum.IntEnum):
     ZSTD = 4
 
 
-class TimestampType(enum.IntEnum):
-    """What a record's timestamp means (batch attribute bit 3)."""
-
-    CREATE_TIME = 0
-    LOG_APPEND_TIME = 1
-
-
 class ControlType(enum.IntEnum):
     """The marker a control record carries (its key's type field)."""
 
     ABORT = 0
     COMMIT = 1
-
-
-class RecordDecodeError(ValueError):
-    """A batch's bytes are not what its header promises (reported as a corrupt batch)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Record:
-    """One data record: ``value`` is None for a tombstone, header values may be None too."""
-
-    offset: int
-    timestamp_ms: int
-    timestamp_type: TimestampType
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +204,7 @@ def _decode_batch(batch: memoryview, verify_crc: bool) -> RecordBatch:
     timestamp_type = TimestampType(1 if attributes & _TIMESTAMP_TYPE_BIT else 0)
     is_control = bool(attributes & _CONTROL_BIT)
     payload = _decompress(compression, batch[_LOG_OVERHEAD + _HEADER.size :])
-    records = _read_records(
+    records = read_records(
         payload, count, base_offset, base_timestamp, max_timestamp, timestamp_type
     )
     control_type: ControlType | None = None
@@ -291,92 +270,6 @@ def _snappy(payload: memoryview) -> bytes:
         parts.append(bytes(cramjam.snappy.decompress_raw(payload[position : position + length])))
         position += length
     return b"".join(parts)
-
-
-class _Reader:
-    """Zig-zag varints and length-prefixed byte strings over one decompressed payload."""
-
-    __slots__ = ("data", "position")
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.position = 0
-
-    def varint(self) -> int:
-        value, shift = 0, 0
-        data = self.data
-        while True:
-            if self.position >= len(data):
-                raise RecordDecodeError("record varint runs past the batch")
-            byte = data[self.position]
-            self.position += 1
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return (value >> 1) ^ -(value & 1)
-            shift += 7
-            if shift > 63:
-                raise RecordDecodeError("record varint longer than 10 bytes")
-
-    def bytes_or_none(self) -> bytes | None:
-        length = self.varint()
-        if length < 0:
-            return None
-        end = self.position + length
-        if end > len(self.data):
-            raise RecordDecodeError(f"record field of {length} bytes runs past the batch")
-        value = self.data[self.position : end]
-        self.position = end
-        return value
-
-
-def _read_records(
-    payload: bytes,
-    count: int,
-    base_offset: int,
-    base_timestamp: int,
-    max_timestamp: int,
-    timestamp_type: TimestampType,
-) -> list[Record]:
-    if count < 0:
-        raise RecordDecodeError(f"negative record count {count}")
-    reader = _Reader(payload)
-    records: list[Record] = []
-    log_append = timestamp_type is TimestampType.LOG_APPEND_TIME
-    for _ in range(count):
-        length = reader.varint()
-        start = reader.position
-        reader.position += 1  # record attributes: unused
-        timestamp_delta = reader.varint()
-        offset_delta = reader.varint()
-        key = reader.bytes_or_none()
-        value = reader.bytes_or_none()
-        header_count = reader.varint()
-        if header_count < 0:
-            raise RecordDecodeError(f"negative header count {header_count}")
-        headers: list[tuple[str, bytes | None]] = []
-        for _ in range(header_count):
-            name = reader.bytes_or_none()
-            if name is None:
-                raise RecordDecodeError("record header without a key")
-            try:
-                headers.append((name.decode("utf-8"), reader.bytes_or_none()))
-            except UnicodeDecodeError as error:
-                raise RecordDecodeError(f"record header key is not UTF-8: {error}") from None
-        if reader.position - start != length:
-            raise RecordDecodeError(f"record length {length} does not match its fields")
-        records.append(
-            Record(
-                offset=base_offset + offset_delta,
-                timestamp_ms=max_timestamp if log_append else base_timestamp + timestamp_delta,
-                timestamp_type=timestamp_type,
-                key=key,
-                value=value,
-                headers=tuple(headers),
-            )
-        )
-    if reader.position != len(payload):
-        raise RecordDecodeError(f"{len(payload) - reader.position} bytes left after the records")
-    return records
 
 
 def drop_aborted(

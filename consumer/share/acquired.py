@@ -10,6 +10,8 @@ rejected (REJECT), as the Java client and librdkafka do.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -81,13 +83,65 @@ def filter_acquired(
     Raises:
         ValueError: an acquired range whose last offset is before its first.
     """
-    counts: dict[int, int] = {}
-    duplicates: list[int] = []
     for entry in acquired:
         if entry.last_offset < entry.first_offset:
             raise ValueError(
                 f"acquired range {entry.first_offset}..{entry.last_offset} ends before it starts"
             )
+    records = list(records)
+    offsets = [record.offset for record in records]
+    ordered = all(
+        before.last_offset < after.first_offset
+        for before, after in zip(acquired, acquired[1:], strict=False)
+    )
+    if ordered and offsets == sorted(set(offsets)):
+        return _filter_sorted(records, offsets, acquired, unreadable)
+    return _filter_any(records, acquired, unreadable)
+
+
+def _filter_sorted(
+    records: list[R],
+    offsets: list[int],
+    acquired: Sequence[AcquiredRangeLike],
+    unreadable: Sequence[OffsetRangeLike],
+) -> AcquiredRecords[R]:
+    """The usual case, in O(ranges x log records) plus slicing: records in strictly increasing
+    offset order, acquired ranges sorted and disjoint (so nothing is a duplicate)."""
+    delivered: list[tuple[R, int]] = []
+    missing: list[int] = []
+    taken = 0
+    for entry in acquired:
+        first, last = entry.first_offset, entry.last_offset
+        low = bisect.bisect_left(offsets, first, taken)
+        high = bisect.bisect_right(offsets, last, low)
+        delivered.extend(zip(records[low:high], itertools.repeat(entry.delivery_count)))
+        if high - low != last - first + 1:  # some acquired offsets hold no record
+            present = set(offsets[low:high])
+            missing.extend(offset for offset in range(first, last + 1) if offset not in present)
+        taken = high
+    bad = {
+        offset
+        for batch in unreadable
+        for offset in missing
+        if batch.base_offset <= offset <= batch.last_offset
+    }
+    return AcquiredRecords(
+        delivered=tuple(delivered),
+        gaps=tuple(offset for offset in missing if offset not in bad),
+        unreadable=tuple(sorted(bad)),
+        dropped=len(records) - len(delivered),
+    )
+
+
+def _filter_any(
+    records: list[R],
+    acquired: Sequence[AcquiredRangeLike],
+    unreadable: Sequence[OffsetRangeLike],
+) -> AcquiredRecords[R]:
+    """Any order, overlapping ranges (duplicates) and repeated records included."""
+    counts: dict[int, int] = {}
+    duplicates: list[int] = []
+    for entry in acquired:
         for offset in range(entry.first_offset, entry.last_offset + 1):
             if offset in counts:
                 duplicates.append(offset)

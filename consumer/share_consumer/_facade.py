@@ -37,11 +37,10 @@ from consumer._share_runtime import (
 )
 from consumer.errors import ConsumerError
 from consumer.member.inputs import Unsubscribed
-from consumer.share import AppPolled, ShareMemberConfig, Subscribed
+from consumer.share import ShareMemberConfig, Subscribed
 from consumer.share.acknowledgements import AcknowledgeType as WireAcknowledgeType
 from consumer.share.acknowledgements import TopicIdPartition
 from consumer.share_consumer._config import (
-    SHARE_ACKNOWLEDGE_TYPE_RENEW,
     checked_ack_type,
     checked_topics,
     parse_share_config,
@@ -58,10 +57,22 @@ applied)."""
 
 _Ack = tuple[TopicIdPartition, int, WireAcknowledgeType, RecordSource]
 _CLOSE_BOUND_S: Final = 35.0
+#: ``ack_type`` values (ACCEPT, RELEASE, REJECT, RENEW) -> their wire type.
+_WIRE_TYPES: Final = {
+    int(kind): kind
+    for kind in (
+        WireAcknowledgeType.ACCEPT,
+        WireAcknowledgeType.RELEASE,
+        WireAcknowledgeType.REJECT,
+        WireAcknowledgeType.RENEW,
+    )
+}
+#: Types whose values may be looked up in ``_WIRE_TYPES`` without :func:`checked_ack_type`.
+_PLAIN_ACK_TYPES: Final = frozenset({int, AcknowledgeType})
 _WAIT_SLICE_S: Final = 1.0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Held:
     """A record the application holds: polled and not yet terminally acknowledged."""
 
@@ -163,12 +174,20 @@ class ShareConsumer:
                 raise IllegalStateException(
                     f"{unacknowledged} records from previous poll have not been acknowledged"
                 )
-        self._send_acks()
-        self._runtime.to_background.put(AppPolled())
+        acks = self._take_acks()
+        try:
+            if not self._buffer:
+                self._take_from_runtime()
+        finally:
+            # One wake-up of the background loop per poll: the acks, the member's AppPolled,
+            # and the fetchers look again (there is room for a delivery).
+            self._runtime.to_background.put(Acknowledge(acks, polled=True))
         self._run_callbacks()
         deadline = None if timeout is None or timeout < 0 else time.monotonic() + timeout
         while not self._buffer:
-            if not self._take_from_runtime():
+            if self._take_from_runtime():
+                self._runtime.to_background.put(Acknowledge((), polled=True))  # room again
+            else:
                 self._run_callbacks()
                 remaining = _WAIT_SLICE_S if deadline is None else deadline - time.monotonic()
                 if remaining <= 0:
@@ -194,7 +213,6 @@ class ShareConsumer:
         if isinstance(item, PartitionFailed):
             raise kafka_exception(item.error)
         self._buffer.extend(item)
-        self._runtime.to_background.put(AppPolled())  # room again: the fetchers may go on
         return True
 
     def _send_acks(self) -> None:
@@ -246,13 +264,17 @@ class ShareConsumer:
             ValueError: an unknown ``ack_type`` or a negative partition or offset.
             KafkaException: RENEW, and the brokers do not serve it (``_UNSUPPORTED_FEATURE``).
         """
-        self._check_open()
+        if self._in_callback or self._closed:
+            self._check_open()
         if not self._explicit:
             raise IllegalStateException(
                 "acknowledge() needs share.acknowledgement.mode=explicit; this consumer "
                 "acknowledges implicitly"
             )
-        checked_ack_type(ack_type)
+        # Runs once per record: a dict look-up for the usual types, the full check otherwise.
+        kind = _WIRE_TYPES.get(ack_type) if type(ack_type) in _PLAIN_ACK_TYPES else None
+        if kind is None:
+            kind = _WIRE_TYPES[checked_ack_type(ack_type)]
         if partition < 0 or offset < 0:
             raise ValueError(f"partition and offset must be >= 0, got {partition} and {offset}")
         key = (topic, partition, offset)
@@ -262,7 +284,7 @@ class ShareConsumer:
                 f"record {topic}/{partition}@{offset} is not in flight (not from the last poll, "
                 "or already acknowledged)"
             )
-        if ack_type == SHARE_ACKNOWLEDGE_TYPE_RENEW:
+        if kind is WireAcknowledgeType.RENEW:
             if self._runtime.renew_supported is False:
                 raise KafkaException(
                     ConfluentKafkaError(
@@ -275,7 +297,6 @@ class ShareConsumer:
         else:
             del self._held[key]
         fetched = held.fetched
-        kind = WireAcknowledgeType(int(ack_type))
         self._acks.append((fetched.partition, offset, kind, fetched.source))
 
     def commit_sync(self, timeout: float = 60) -> dict[TopicPartition, KafkaException | None]:

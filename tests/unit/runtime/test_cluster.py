@@ -186,3 +186,30 @@ async def test_closed_client_refuses_work(fake_broker_factory: FakeFactory) -> N
     await client.close()
     with pytest.raises(KafkaConnectionError, match="closed"):
         await client.metadata()
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("separate", [False, True])
+async def test_coordinator_requests_use_their_own_connection_only_when_asked(
+    fake_broker_factory: FakeFactory, separate: bool
+) -> None:
+    script = ScriptedBroker()
+    broker = await fake_broker_factory(handler=script)
+    script.port = broker.port
+    client = ClusterClient(
+        f"127.0.0.1:{broker.port}",
+        request_timeout_ms=2_000,
+        connect_retry=NO_RETRY,
+        lookup_retry=FAST_LOOKUP,
+        separate_coordinator_connection=separate,
+    )
+    async with client:
+        data = await asyncio.wait_for(client.connection_to(NODE_ID), 5)
+        coordinator = await asyncio.wait_for(client.coordinator_connection("g"), 5)
+        assert (coordinator is not data) is separate
+        assert await asyncio.wait_for(client.coordinator_connection("g"), 5) is coordinator
+        assert await asyncio.wait_for(client.connection_to(NODE_ID), 5) is data
+        response = await asyncio.wait_for(client.coordinator_request("g", _heartbeat()), 5)
+        assert response.error_code == ErrorCode.none  # type: ignore[union-attr]
+    assert not coordinator.is_connected, "close() closes the coordinator connection too"
+    assert not data.is_connected

@@ -109,3 +109,99 @@ def test_forget_drops_pending_and_finished_state() -> None:
     assert acks.take() == {}
     with pytest.raises(ValueError, match="offset must be >= 0"):
         acks.add(TP, -1, A)
+
+
+def test_a_range_is_recorded_whole_or_refused_whole() -> None:
+    acks = Acknowledgements()
+    acks.add_range(TP, 10, 14, A)
+    acks.add(TP, 15, A)  # extends the run
+    acks.add(TP, 20, N)
+    with pytest.raises(ValueError, match="offset 10 of .* was already acknowledged"):
+        acks.add_range(TP, 5, 12, R)
+    acks.add_range(TP, 18, 20, J)  # a terminal type replaces the pending RENEW of 20
+    with pytest.raises(ValueError, match="range 3..2 is empty"):
+        acks.add_range(TP, 3, 2, A)
+    with pytest.raises(ValueError, match="offset must be >= 0"):
+        acks.add_range(TP, -1, 2, A)
+    assert len(acks) == 9
+    assert acks.take() == {
+        TP: (AcknowledgementBatch(10, 15, (A,)), AcknowledgementBatch(18, 20, (J,))),
+    }
+    acks.add_range(TP, 10, 20, R)  # everything sent may be acknowledged again (redelivered)
+    assert acks.take() == {TP: (AcknowledgementBatch(10, 20, (R,)),)}
+
+
+class _Reference:
+    """The bookkeeping rules offset by offset, as plain dicts: what the runs must agree with."""
+
+    def __init__(self) -> None:
+        self.pending: dict[TopicIdPartition, dict[int, AcknowledgeType]] = {}
+        self.finished: dict[TopicIdPartition, set[int]] = {}
+
+    def add_range(self, tp: TopicIdPartition, first: int, last: int, kind: AcknowledgeType) -> bool:
+        finished = self.finished.setdefault(tp, set())
+        if any(offset in finished for offset in range(first, last + 1)):
+            return False
+        for offset in range(first, last + 1):
+            self.pending.setdefault(tp, {})[offset] = kind
+            if kind.is_terminal:
+                finished.add(offset)
+        return True
+
+    def forget(self, tp: TopicIdPartition, offsets: list[int]) -> None:
+        for offset in offsets:
+            self.pending.get(tp, {}).pop(offset, None)
+            self.finished.get(tp, set()).discard(offset)
+
+    def take(self) -> dict[TopicIdPartition, tuple[AcknowledgementBatch, ...]]:
+        taken = {tp: encode_acknowledgements(acks) for tp, acks in self.pending.items() if acks}
+        for tp, acks in self.pending.items():
+            self.finished.get(tp, set()).difference_update(acks)
+        self.pending = {}
+        return taken
+
+
+_steps = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("add"),
+            st.sampled_from([TP, OTHER]),
+            st.integers(0, 40),
+            st.integers(0, 4),
+            st.sampled_from(list(AcknowledgeType)),
+        ),
+        st.tuples(st.just("forget"), st.sampled_from([TP, OTHER]), st.integers(0, 40)),
+        st.tuples(st.just("take")),
+    ),
+    max_size=40,
+)
+
+
+@given(_steps)
+def test_runs_agree_with_offset_by_offset_bookkeeping(steps: list[tuple[object, ...]]) -> None:
+    acks, reference = Acknowledgements(), _Reference()
+    for step in steps:
+        if step[0] == "add":
+            _, tp, first, extra, kind = step
+            assert isinstance(tp, TopicIdPartition)
+            assert isinstance(kind, AcknowledgeType)
+            assert isinstance(first, int)
+            assert isinstance(extra, int)
+            if reference.add_range(tp, first, first + extra, kind):
+                acks.add_range(tp, first, first + extra, kind)
+            else:
+                with pytest.raises(ValueError, match="already acknowledged"):
+                    acks.add_range(tp, first, first + extra, kind)
+        elif step[0] == "forget":
+            _, tp, offset = step
+            assert isinstance(tp, TopicIdPartition)
+            assert isinstance(offset, int)
+            acks.forget(tp, [offset])
+            reference.forget(tp, [offset])
+        else:
+            assert acks.take() == reference.take()
+        assert len(acks) == sum(len(p) for p in reference.pending.values())
+        assert acks.has_renew() == any(
+            AcknowledgeType.RENEW in p.values() for p in reference.pending.values()
+        )
+    assert acks.take() == reference.take()

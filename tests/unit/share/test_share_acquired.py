@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from consumer._wire import AcquiredRange, CorruptBatch, Record, TimestampType
-from consumer.share.acquired import filter_acquired
+from consumer.share.acquired import _filter_any, filter_acquired
 
 
 def rec(offset: int) -> Record:
@@ -60,3 +62,26 @@ def test_any_record_type_with_an_offset_works() -> None:
 def test_a_backwards_range_is_refused() -> None:
     with pytest.raises(ValueError, match="ends before it starts"):
         filter_acquired([], [AcquiredRange(5, 4, 1)])
+
+
+@given(
+    st.sets(st.integers(0, 60), max_size=40),
+    st.lists(st.tuples(st.integers(0, 70), st.integers(0, 5), st.integers(1, 4)), max_size=6),
+    st.lists(st.tuples(st.integers(0, 70), st.integers(0, 5)), max_size=2),
+)
+def test_the_sorted_fast_path_agrees_with_the_general_one(
+    offsets: set[int],
+    ranges: list[tuple[int, int, int]],
+    corrupt: list[tuple[int, int]],
+) -> None:
+    # Sorted, disjoint ranges (the fast path's precondition) built from the drawn ones.
+    acquired: list[AcquiredRange] = []
+    for first, extra, count in sorted(ranges):
+        if not acquired or first > acquired[-1].last_offset:
+            acquired.append(AcquiredRange(first, first + extra, count))
+    records = [rec(o) for o in sorted(offsets)]
+    bad = [CorruptBatch(first, first + extra, "CRC") for first, extra in corrupt]
+    fast = filter_acquired(records, acquired, bad)
+    general = _filter_any(records, acquired, bad)
+    assert fast == general
+    assert fast == filter_acquired(list(reversed(records)), acquired, bad)  # unsorted: general

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 from batch_builder import Rec, batch, control_batch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from consumer._wire import (
     AbortedTransaction,
@@ -17,6 +19,8 @@ from consumer._wire import (
 )
 
 VECTORS = Path(__file__).parent / "data" / "records"
+#: (offset delta, timestamp delta, key, value, headers) of one hand-built record.
+Row = tuple[int, int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]
 
 
 def _expected_vector_records() -> list[tuple[int, bytes | None, bytes | None, list[object], int]]:
@@ -186,3 +190,79 @@ def test_a_bad_batch_length_stops_decoding() -> None:
 def test_nothing_decodes_to_nothing() -> None:
     assert decode_record_batches(None).batches == ()
     assert decode_record_batches(b"").records == ()
+
+
+# The record loop decodes 1- and 2-byte varints inline and longer ones in a helper: records
+# whose fields straddle those sizes (and the 0x01 / 0x00 single bytes of an absent key and of
+# no headers) must decode exactly as they were encoded.
+VARINT_EDGES = [0, 1, 63, 64, 8191, 8192]
+_field_bytes = st.one_of(
+    st.none(),
+    st.sampled_from([0, 1, 63, 64, 65, 8191, 8192]).map(lambda n: b"v" * n),
+    st.binary(max_size=80),
+)
+_records = st.lists(
+    st.tuples(
+        st.integers(min_value=0, max_value=2**31 - 1),  # offset delta
+        st.one_of(st.sampled_from([-(2**40), -8193, -65, -64, -1]), st.integers(0, 2**40)),
+        _field_bytes,  # key
+        _field_bytes,  # value
+        st.lists(st.tuples(st.text(max_size=70), _field_bytes), max_size=3),
+    ),
+    min_size=1,
+    max_size=6,
+    unique_by=lambda row: row[0],
+)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(_records)
+def test_records_decode_exactly_as_encoded_across_varint_sizes(rows: list[Row]) -> None:
+    rows = sorted(rows)
+    records = [Rec(d, key=k, value=v, timestamp_delta=t, headers=h) for d, t, k, v, h in rows]
+    [decoded] = decode_record_batches(batch(records, base_offset=5)).batches
+    assert [(r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in decoded.records] == [
+        (5 + d, 1_000 + t, k, v, tuple(h)) for d, t, k, v, h in rows
+    ]
+
+
+@pytest.mark.parametrize("size", VARINT_EDGES)
+def test_a_field_length_at_a_varint_boundary_decodes(size: int) -> None:
+    records = [
+        Rec(size, key=b"k" * size, value=b"v" * size, timestamp_delta=-size, headers=[("h", None)]),
+        Rec(size + 1, key=None, value=None, timestamp_delta=size),
+    ]
+    [decoded] = decode_record_batches(batch(records)).batches
+    assert [(r.offset, r.timestamp_ms, r.key, r.value, r.headers) for r in decoded.records] == [
+        (size, 1_000 - size, b"k" * size, b"v" * size, (("h", None),)),
+        (size + 1, 1_000 + size, None, None, ()),
+    ]
+
+
+def test_a_payload_cut_anywhere_is_a_corrupt_batch_never_an_exception() -> None:
+    records = [
+        Rec(0, key=b"k" * 70, value=b"v" * 9000, headers=[("name", b"x" * 70), ("n", None)]),
+        Rec(1, value=None),
+    ]
+    payload = b"".join(r.encode() for r in records)
+    for cut in range(len(payload)):
+        decoded = decode_record_batches(batch(records, payload=payload[:cut]) + batch([Rec(0)]))
+        [corrupt] = decoded.corrupt_batches
+        assert ("runs past" in corrupt.reason) or ("does not match" in corrupt.reason), cut
+        assert len(decoded.batches) == 1
+
+
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [
+        (b"\x02\x00\x00\x00\x01\x01\x00", "record length 1 does not match"),
+        (b"\x0e\x00\x00\x00\x01\x01\x02\x01", "record header without a key"),
+        (b"\x12\x00\x00\x00\x01\x01\x02\x02\xff\x01", "header key is not UTF-8"),
+        (b"\x0c\x00\x00\x00\x01\x01\x01", "negative header count -1"),
+        (b"\x0a\x00" + b"\xff" * 10, "longer than 10 bytes"),
+    ],
+    ids=["length-mismatch", "header-null-key", "header-not-utf8", "negative-headers", "varint"],
+)
+def test_malformed_records_are_reported_with_their_reason(record: bytes, reason: str) -> None:
+    [corrupt] = decode_record_batches(batch([Rec(0)], payload=record)).corrupt_batches
+    assert reason in corrupt.reason
