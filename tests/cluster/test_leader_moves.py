@@ -1,9 +1,10 @@
 """Members on a real three-broker cluster while a broker they depend on is killed (SIGKILL):
 
 * a ``ShareConsumer`` whose partition leader dies follows the partition to its new leader; every
-  record (produced with ``acks=all``, idempotent, before and after the kill) is ACCEPTed, and no
-  record is reported ACCEPTed twice (acknowledgements lost with the old leader fail in the
-  commit callback and their records come back);
+  record (produced with ``acks=all``, idempotent, before and after the kill) is ACCEPTed, or its
+  ACCEPT was in flight to the dead leader (reported failed, yet never redelivered: the dead
+  leader applied it and only the answer was lost); no record is reported ACCEPTed twice, and
+  records held unacknowledged at the kill fail in the commit callback and come back;
 * a ``Consumer`` (KIP-848) whose group coordinator dies finds the new coordinator and goes on
   committing: every record arrives, and the committed offsets never go back.
 """
@@ -129,13 +130,21 @@ def test_share_consumer_follows_a_killed_partition_leader_and_accepts_every_reco
         def accepted() -> set[tuple[int, int]]:
             return {key for key, code in outcomes if code is None}
 
+        def in_doubt() -> set[tuple[int, int]]:
+            """Records whose ACCEPT failed and that did not come back: the ACCEPT was in flight
+            when the leader died, which may have applied it (only the answer was lost)."""
+            failed = {key for key, code in outcomes if code is not None}
+            return failed - accepted() - {k for k, n in deliveries.items() if n > 1}
+
         wanted = expected_keys(RECORDS, PARTITIONS)
-        while not wanted <= accepted():
+        # Done when each record has an outcome: ACCEPTed, or in doubt; the held records, whose
+        # ACCEPTs never left the client, must come back and be ACCEPTed.
+        while not (wanted <= accepted() | in_doubt() and held_keys <= accepted()):
             missing = sorted(wanted - accepted())
             assert time.monotonic() < deadline, (
                 f"{len(accepted())} of {RECORDS} ACCEPTed after leader {old_leader} of "
                 f"{topic}/0 was killed (new leader {new_leader}); held at the kill "
-                f"{sorted(held_keys)}; missing {missing} with delivery counts "
+                f"{sorted(held_keys)}; not ACCEPTed {missing} with delivery counts "
                 f"{[delivery_counts.get(k) for k in missing]} and ACCEPT outcomes "
                 f"{[[c for key, c in outcomes if key == k] for k in missing]}; all outcomes "
                 f"{Counter(code for _, code in outcomes)}"
@@ -144,17 +153,21 @@ def test_share_consumer_follows_a_killed_partition_leader_and_accepts_every_reco
         consumer.commit_sync(30)
 
     accepted_counts = Counter(key for key, code in outcomes if code is None)
-    assert set(accepted_counts) == wanted, "only produced records were ACCEPTed"
+    assert set(accepted_counts) | in_doubt() == wanted, "every record ACCEPTed or in doubt"
     assert max(accepted_counts.values()) == 1, (
         f"ACCEPTed twice: {[k for k, n in accepted_counts.items() if n > 1]}"
     )
     failed = {key for key, code in outcomes if code is not None}
     redelivered = {key for key, count in deliveries.items() if count > 1}
     assert held_keys <= failed, "the ACCEPTs of records held from the dead leader failed"
-    assert failed <= redelivered, "a record whose ACCEPT failed came back and was ACCEPTed"
+    assert held_keys <= redelivered, "records never acknowledged to a live leader came back"
+    doubtful = in_doubt()
+    assert doubtful.isdisjoint(held_keys)
+    assert all(delivery_counts[k] == [1] for k in doubtful), "in doubt only after one delivery"
     print(  # noqa: T201 - the figures of the run, for the report
         f"\nshare: leader {old_leader} -> {new_leader}; {sum(deliveries.values())} deliveries "
-        f"of {RECORDS} records, {len(held)} held at the kill, {len(redelivered)} redelivered; "
+        f"of {RECORDS} records, {len(held)} held at the kill, {len(redelivered)} redelivered, "
+        f"{len(doubtful)} ACCEPTs in doubt (failed in flight, not redelivered); "
         "failed acknowledgements "
         f"{Counter(code for _, code in outcomes if code is not None)}; delivery counts of "
         f"the redelivered {Counter(tuple(delivery_counts[k]) for k in redelivered)}"
