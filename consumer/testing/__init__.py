@@ -1,7 +1,7 @@
 """Test your Kafka application against this SDK's member: fakes and a simulated group under a manual
 clock (:mod:`consumer.testing.sim`, no I/O), real-broker tooling (:mod:`consumer.testing.real`: a
-local Kafka broker, a fault proxy), and the rebalance timeline with its invariant checker, shared by
-both.
+local Kafka broker or three-broker cluster, a fault proxy), and the rebalance timeline with its
+invariant checker, shared by both.
 """
 
 from consumer.testing.invariants import CheckReport, Violation, check
@@ -10,6 +10,7 @@ from consumer.testing.real import (
     BrokerStartError,
     FaultProxy,
     LocalBroker,
+    LocalCluster,
     ProxiedBroker,
     running_broker,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "GroupHarness",
     "GroupSim",
     "LocalBroker",
+    "LocalCluster",
     "ManualClock",
     "ProxiedBroker",
     "RecordState",

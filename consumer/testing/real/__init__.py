@@ -1,4 +1,5 @@
-"""Real-broker tooling: a Kafka broker started from Maven Central jars (a JVM process), the fault
+"""Real-broker tooling: a Kafka broker started from Maven Central jars (a JVM process), a
+three-broker cluster of such JVMs for leader and coordinator moves (``LocalCluster``), the fault
 proxy between members and the broker (sockets), and TLS/SASL set-up.
 
 ``consumer.testing.real.security`` needs ``cryptography`` (the ``testing`` extra); it is not
@@ -12,6 +13,7 @@ from consumer.testing.real.broker import (
     fast_share_group_settings,
     running_broker,
 )
+from consumer.testing.real.cluster import LocalCluster, running_cluster
 from consumer.testing.real.detached import DetachedBroker, read_broker_state, stop_detached_broker
 from consumer.testing.real.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError
 from consumer.testing.real.proxy import FaultProxy, ProxiedBroker, ProxyStats, proxied_broker
@@ -22,6 +24,7 @@ __all__ = [
     "DetachedBroker",
     "FaultProxy",
     "LocalBroker",
+    "LocalCluster",
     "ProxiedBroker",
     "ProxyStats",
     "fast_group_settings",
@@ -29,5 +32,6 @@ __all__ = [
     "proxied_broker",
     "read_broker_state",
     "running_broker",
+    "running_cluster",
     "stop_detached_broker",
 ]

@@ -19,27 +19,30 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import ctypes
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
-from consumer.testing.real._probe import probe_api_keys
+from consumer.testing.real._jvm_node import (
+    format_storage,
+    free_port,
+    launch_jvm,
+    log_options,
+    log_tail,
+    wait_serving,
+    write_run_files,
+)
 from consumer.testing.real._service import Service
 from consumer.testing.real.kafka_jars import (
     DEFAULT_KAFKA_VERSION,
     BrokerStartError,
-    java_executable,
     resolve_kafka_jars,
 )
 
@@ -51,24 +54,6 @@ __all__ = [
     "running_broker",
 ]
 
-CONSUMER_GROUP_HEARTBEAT_KEY = 68
-
-_LOG4J2_PROPERTIES = """\
-property.logdir = ${sys:kafka.logs.dir:-.}
-appender.file.type = File
-appender.file.name = FILE
-appender.file.fileName = ${logdir}/server.log
-appender.file.append = true
-appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = WARN
-rootLogger.appenderRef.file.ref = FILE
-logger.raftserver.name = kafka.server.KafkaRaftServer
-logger.raftserver.level = INFO
-logger.groupcoordinator.name = org.apache.kafka.coordinator.group
-logger.groupcoordinator.level = INFO
-"""
-
 _JVM_FLAGS = (
     "-Xms128m",
     "-Xmx512m",
@@ -77,7 +62,6 @@ _JVM_FLAGS = (
     "-XX:+ExitOnOutOfMemoryError",
     "-Djava.awt.headless=true",
 )
-_TOOL_JVM_FLAGS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 
 
 def fast_group_settings() -> dict[str, str]:
@@ -119,14 +103,6 @@ def fast_share_group_settings() -> dict[str, str]:
     }
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def _new_cluster_id() -> str:
     """A random cluster id as Kafka draws them: 16 bytes, URL-safe base64, no leading '-'.
 
@@ -136,19 +112,6 @@ def _new_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
-
-
-def _kill_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to SIGKILL the broker if the process that started it dies (crashed pytest)."""
-    pr_set_pdeathsig = 1
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
-    os.setsid()
-
-
-def _detach() -> None:  # pragma: no cover - runs in the child between fork and exec
-    os.setsid()
 
 
 @dataclass
@@ -256,46 +219,24 @@ class LocalBroker(Service):
         if self.run_dir is None:
             self.run_dir = Path(tempfile.mkdtemp(prefix="kgm-broker-"))
             self._owns_run_dir = True
-        (self.run_dir / "logs").mkdir(parents=True, exist_ok=True)
         if not self.port:
             self.port = free_port()
-        controller_port = free_port()
-        props_path = self.run_dir / "server.properties"
-        props_path.write_text(
-            "".join(f"{k}={v}\n" for k, v in self.server_properties(controller_port).items())
-        )
-        log4j_path = self.run_dir / "log4j2.properties"
-        log4j_path.write_text(_LOG4J2_PROPERTIES)
-        classpath = str(lib_dir / "*")
-        log_opts = self._log_options()
-        fmt = subprocess.run(
-            [
-                java_executable(),
-                *_TOOL_JVM_FLAGS,
-                *log_opts,
-                "-cp",
-                classpath,
-                "kafka.tools.StorageTool",
-                "format",
-                "-t",
-                _new_cluster_id(),
-                "-c",
-                str(props_path),
+        props_path = write_run_files(self.run_dir, self.server_properties(free_port()))
+        log_opts = log_options(self.run_dir)
+        format_storage(
+            lib_dir,
+            props_path,
+            _new_cluster_id(),
+            log_opts,
+            (
                 *(
                     arg
                     for name, level in self.format_features.items()
                     for arg in ("--feature", f"{name}={level}")
                 ),
                 *self.format_args,
-            ],
-            capture_output=True,
-            text=True,
-            check=False,
+            ),
         )
-        if fmt.returncode != 0:
-            raise BrokerStartError(
-                f"kafka.tools.StorageTool format failed:\n{fmt.stdout}{fmt.stderr}"
-            )
         self._launch(lib_dir, log_opts, append_stdout=False)
         try:
             self._wait_ready()
@@ -307,22 +248,14 @@ class LocalBroker(Service):
     def _launch(self, lib_dir: Path, log_opts: Sequence[str], *, append_stdout: bool) -> None:
         """Start the broker JVM on this run folder's ``server.properties``."""
         assert self.run_dir is not None
-        with open(self.run_dir / "logs" / "stdout.log", "ab" if append_stdout else "wb") as out:
-            self.process = subprocess.Popen(
-                [
-                    java_executable(),
-                    *_JVM_FLAGS,
-                    *log_opts,
-                    "-cp",
-                    str(lib_dir / "*"),
-                    "kafka.Kafka",
-                    str(self.run_dir / "server.properties"),
-                ],
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_kill_with_parent if self.bind_to_parent else _detach,  # noqa: PLW1509
-            )
+        self.process = launch_jvm(
+            lib_dir,
+            self.run_dir,
+            log_opts,
+            _JVM_FLAGS,
+            append_stdout=append_stdout,
+            bind_to_parent=self.bind_to_parent,
+        )
 
     def restart(self, *, hard: bool = False) -> None:
         """Stop the JVM (SIGKILL when ``hard``, else SIGTERM) and start it again on the same
@@ -342,55 +275,27 @@ class LocalBroker(Service):
             except subprocess.TimeoutExpired:
                 self.kill()
         lib_dir = resolve_kafka_jars(self.kafka_version, allow_legacy=self.allow_legacy_version)
-        self._launch(lib_dir, self._log_options(), append_stdout=True)
+        self._launch(lib_dir, log_options(self.run_dir), append_stdout=True)
         try:
             self._wait_ready()
         except BaseException:
             self.stop()
             raise
 
-    def _log_options(self) -> tuple[str, ...]:
-        assert self.run_dir is not None
-        return (
-            f"-Dlog4j2.configurationFile={self.run_dir / 'log4j2.properties'}",
-            f"-Dkafka.logs.dir={self.run_dir / 'logs'}",
-        )
-
     def _wait_ready(self) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + self.ready_timeout_s
-        last_error = "no answer yet"
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise BrokerStartError(
-                    f"the broker exited with code {self.process.returncode} during start-up; "
-                    f"last lines of its logs:\n{self.log_tail()}"
-                )
-            try:
-                keys = probe_api_keys("127.0.0.1", self.port, timeout_s=2.0)
-            except OSError as exc:
-                last_error = str(exc)
-                # Nothing announces that the JVM opened its port: poll it again shortly.
-                time.sleep(0.2)
-                continue
-            if CONSUMER_GROUP_HEARTBEAT_KEY in keys or not self.require_consumer_protocol:
-                return
-            last_error = "ApiVersions does not list ConsumerGroupHeartbeat (key 68) yet"
-            time.sleep(0.2)
-        raise BrokerStartError(
-            f"the broker did not become ready within {self.ready_timeout_s:.0f} s ({last_error}); "
-            f"last lines of its logs:\n{self.log_tail()}"
+        wait_serving(
+            self.process,
+            self.port,
+            self.ready_timeout_s,
+            self.log_tail,
+            require_consumer_protocol=self.require_consumer_protocol,
         )
 
     def log_tail(self, lines: int = 30) -> str:
         """The last ``lines`` lines of ``server.log`` and the JVM's stdout."""
         assert self.run_dir is not None
-        chunks = []
-        for path in (self.log_path, self.run_dir / "logs" / "stdout.log"):
-            if path.exists():
-                text = path.read_text(errors="replace").splitlines()[-lines:]
-                chunks.append(f"--- {path.name}\n" + "\n".join(text))
-        return "\n".join(chunks) or "(no logs written)"
+        return log_tail(self.run_dir, lines)
 
     def stop(self) -> None:
         """SIGTERM the broker, SIGKILL it after ``stop_timeout_s``, and remove its data."""

@@ -1,0 +1,67 @@
+"""Cluster tier: a real three-broker Kafka cluster (one KRaft controller besides), started once
+for this folder, where tests kill, stop and pause brokers while members work.
+
+The cluster is always this folder's own, even when ``KAFKA_BOOTSTRAP_SERVERS`` names an existing
+one: its tests kill brokers. Every test gets the cluster healthy: brokers a test killed or
+stopped are restarted and paused ones resumed after it, so the tests stay independent.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from consumer.testing.real.cluster import LocalCluster
+
+BROKERS = 3
+
+
+@pytest.fixture(scope="session")
+def local_cluster() -> Iterator[LocalCluster]:
+    """The folder's cluster: three brokers, RF 3 and ``min.insync.replicas=2`` everywhere."""
+    started = time.monotonic()
+    with LocalCluster(brokers=BROKERS) as cluster:
+        print(  # noqa: T201 - start time and memory of the tier's cluster, for the CI log
+            f"\nLocalCluster({BROKERS}) ready in {time.monotonic() - started:.1f} s; "
+            f"RSS KiB by node {cluster.rss_kib()}"
+        )
+        yield cluster
+
+
+@pytest.fixture
+def cluster(local_cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """The session cluster, every broker brought back (restarted or resumed) after the test."""
+    yield local_cluster
+    for node_id in local_cluster.broker_ids:
+        if local_cluster.is_running(node_id):
+            local_cluster.resume(node_id)  # no effect on a broker that was not paused
+        else:
+            local_cluster.restart(node_id)
+
+
+@pytest.fixture
+def cluster_admin(local_cluster: LocalCluster) -> AdminClient:
+    """An admin client on every broker of the cluster."""
+    return AdminClient({"bootstrap.servers": local_cluster.bootstrap_servers})
+
+
+@pytest.fixture
+def replicated_topic(cluster: LocalCluster, cluster_admin: AdminClient) -> Callable[[int], str]:
+    """``replicated_topic(partitions)`` -> a new topic with replication factor 3, every
+    partition led by a broker the metadata names."""
+
+    def make(partitions: int) -> str:
+        topic = f"replicated-{uuid.uuid4().hex[:10]}"
+        future = cluster_admin.create_topics([NewTopic(topic, partitions, BROKERS)])[topic]
+        future.result(30)
+        deadline = time.monotonic() + 30
+        while any(cluster.leader_of(topic, p) < 0 for p in range(partitions)):
+            assert time.monotonic() < deadline, f"{topic} has a partition without a leader"
+            time.sleep(0.2)  # leadership is announced to no one: ask the metadata again
+        return topic
+
+    return make
