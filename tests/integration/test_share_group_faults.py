@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import signal
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -246,12 +247,30 @@ def test_a_member_paused_past_the_session_timeout_is_removed_and_rejoins(
     after = describe_share_group(kafka_bootstrap, group_id)[paused_id]
     assert after.member_epoch > before.member_epoch, (before, after)
 
-    produce(kafka_bootstrap, topic, 200, start=1000, partitions=2, batch_records=5)
+    # Share groups have no revocation: until the other member's next heartbeat tells it that
+    # it lost a partition (and its fetch in flight returns), it may still acquire that
+    # partition's new records, legitimately. So new records keep coming, in small batches,
+    # until the rejoined member gets some.
+    next_number = 1000
+
+    def paused_consumed_new_records() -> bool:
+        nonlocal next_number
+        if any(mono > continued_at and int(r[2][1:]) >= 1000 for mono, r in paused.records()):
+            return True
+        produce(kafka_bootstrap, topic, 10, start=next_number, partitions=2, batch_records=5)
+        next_number += 10
+        return False
+
+    def group_and_other() -> str:
+        taken = Counter(d.partition for d in other.received() if d.number >= 1000)
+        return f"{group()}\nnew records the other member got, by partition: {dict(taken)}"
+
     wait_until(
-        lambda: any(mono > continued_at and int(r[2][1:]) >= 1000 for mono, r in paused.records()),
+        paused_consumed_new_records,
         30,
         "the rejoined member consuming new records",
-        group,
+        group_and_other,
+        interval_s=0.3,
     )
     other.stop()
     assert other.errors == []
