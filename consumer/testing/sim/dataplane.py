@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
-    TIMESTAMP_CREATE_TIME,
     KafkaError,
     Message,
 )
@@ -150,12 +149,4 @@ class SimDataPlane:
         record = self._topics.log(*key)[position]
         self._positions[key] = position + 1
         self._app_positions[key] = position + 1
-        return Message(
-            topic=record.topic,
-            partition=record.partition,
-            offset=record.offset,
-            key=record.key,
-            value=record.value,
-            headers=list(record.headers) if record.headers else None,
-            timestamp=(TIMESTAMP_CREATE_TIME, record.timestamp_ms),
-        )
+        return record.message()

@@ -43,10 +43,9 @@ from consumer.member.partitions import TopicPartition as NamedPartition
 from consumer.share import AppPolled, CloseRequested, ShareMemberConfig, Subscribed
 from consumer.share.acknowledgements import AcknowledgeType as WireAcknowledgeType
 from consumer.share_consumer import parse_share_config
-from consumer.share_consumer._config import checked_topics
+from consumer.share_consumer._config import checked_ack_type, checked_topics
 from consumer.testing.sim.share_cluster import INFINITE_POLL_LIMIT_MS, ShareSimCluster
 from consumer.testing.sim.share_runtime import SimShareRuntime
-from consumer.testing.sim.topics import SimRecord
 
 __all__ = ["AcknowledgementCommitCallback", "FakeShareConsumer"]
 
@@ -238,7 +237,7 @@ class FakeShareConsumer:
                 self.memberid(), tp.topic, tp.partition, room, self._now_ms()
             ):
                 self._in_flight[(record.topic, record.partition, record.offset)] = None
-                batch.append(_message(record, count))
+                batch.append(record.message(count))
         if batch:
             self._lock_timeout_ms = shares.settings.record_lock_duration_ms
         return batch
@@ -283,12 +282,7 @@ class FakeShareConsumer:
                 "acknowledge() needs share.acknowledgement.mode=explicit; this consumer "
                 "acknowledges implicitly"
             )
-        if not isinstance(ack_type, int) or isinstance(ack_type, bool):
-            raise TypeError(f"ack_type must be an AcknowledgeType, got {type(ack_type).__name__}")
-        if ack_type not in (1, 2, 3):
-            raise ValueError(
-                f"ack_type must be ACCEPT (1), RELEASE (2) or REJECT (3), got {ack_type}"
-            )
+        kind = WireAcknowledgeType(checked_ack_type(ack_type))
         if partition < 0 or offset < 0:
             raise ValueError(f"partition and offset must be >= 0, got {partition} and {offset}")
         key = (topic, partition, offset)
@@ -297,10 +291,9 @@ class FakeShareConsumer:
                 f"record {topic}/{partition}@{offset} is not in flight (not from the last poll, "
                 "or already acknowledged)"
             )
-        del self._in_flight[key]
-        self._pending.setdefault((topic, partition), []).append(
-            (offset, WireAcknowledgeType(int(ack_type)))
-        )
+        if kind is not WireAcknowledgeType.RENEW:  # a renewed record stays in flight
+            del self._in_flight[key]
+        self._pending.setdefault((topic, partition), []).append((offset, kind))
 
     def acquisition_lock_timeout_ms(self) -> int | None:
         """The group's ``share.record.lock.duration.ms`` once this consumer acquired records
@@ -461,17 +454,4 @@ def _acknowledge_error(code: int, topic: str, partition: int) -> KafkaException:
             f"acknowledgement of {topic}/{partition} failed: the record is not acquired by this "
             "member (its lock expired, or it was acknowledged already)",
         )
-    )
-
-
-def _message(record: SimRecord, delivery_count: int) -> Message:
-    return Message(
-        topic=record.topic,
-        partition=record.partition,
-        offset=record.offset,
-        key=record.key,
-        value=record.value,
-        headers=list(record.headers) or None,
-        timestamp=(1, record.timestamp_ms),
-        delivery_count=delivery_count,
     )

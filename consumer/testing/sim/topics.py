@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Message
 
 __all__ = ["Header", "SimRecord", "SimTopics"]
 
@@ -22,6 +25,22 @@ class SimRecord:
     value: bytes | None
     headers: tuple[Header, ...]
     timestamp_ms: int
+
+    def message(self, delivery_count: int | None = None) -> Message:
+        """This record as a ``confluent_kafka.Message`` (with ``delivery_count`` for a share
+        consumer's delivery)."""
+        # confluent-kafka's Message refuses delivery_count=None: pass it only for a share delivery.
+        share: dict[str, Any] = {} if delivery_count is None else {"delivery_count": delivery_count}
+        return Message(
+            topic=self.topic,
+            partition=self.partition,
+            offset=self.offset,
+            key=self.key,
+            value=self.value,
+            headers=list(self.headers) or None,
+            timestamp=(TIMESTAMP_CREATE_TIME, self.timestamp_ms),
+            **share,
+        )
 
 
 @dataclass

@@ -184,6 +184,28 @@ def test_the_lock_deadline_of_a_record_in_flight_is_on_the_simulated_clock() -> 
     assert member.acquisition_lock_deadline(second) == acquired_s + 15
 
 
+def test_renew_extends_the_lock_and_the_record_still_needs_a_final_acknowledgement() -> None:
+    cluster = cluster_with(records=1, **{"share.record.lock.duration.ms": 15_000})
+    slow = cluster.share_consumer(config(**{"share.acknowledgement.mode": "explicit"}), name="slow")
+    other = cluster.share_consumer(config(), name="other")
+    slow.subscribe([TOPIC])
+    other.subscribe([TOPIC])
+    (record,) = slow.poll(1.0)
+    cluster.advance(10_000)
+    slow.acknowledge(record, consumer.SHARE_ACKNOWLEDGE_TYPE_RENEW)
+    with pytest.raises(IllegalStateException, match="1 records from previous poll"):
+        slow.poll(1.0)  # a renewed record is still in flight
+    assert slow.commit_sync() == {TopicPartition(TOPIC, 0): None}
+    renewed_s = cluster.clock.now_ms / 1000
+    assert slow.acquisition_lock_deadline(record) == renewed_s + 15
+    cluster.advance(10_000)  # past the first lock, inside the renewed one
+    assert cluster.record_state("g", TOPIC, 0, 0) == (RecordState.ACQUIRED, 1)
+    assert seen(other.poll(1.0)) == []
+    slow.acknowledge(record)
+    slow.commit_sync()
+    assert cluster.record_state("g", TOPIC, 0, 0) == (RecordState.ACKNOWLEDGED, 1)
+
+
 def test_a_poison_record_is_archived_at_the_delivery_count_limit() -> None:
     cluster = cluster_with(records=2, **{"share.delivery.count.limit": 3})
     fake = cluster.share_consumer(config(**{"share.acknowledgement.mode": "explicit"}))
