@@ -18,11 +18,13 @@ from typing import Any
 from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
+    KafkaError,
     KafkaException,
     Message,
     TopicPartition,
 )
 
+from consumer._client.errors import kafka_exception
 from consumer._client.librdkafka import assign_mode_consumer
 
 #: Logical start positions a reset policy maps to.
@@ -122,7 +124,13 @@ class DataPlane:
         self._consumer.resume(list(partitions))
 
     def seek(self, partition: TopicPartition) -> None:
-        """Move the fetch position of an assigned partition."""
+        """Move the fetch position of an assigned partition (``_STATE`` for any other one,
+        as confluent-kafka's consumer says)."""
+        if (partition.topic, partition.partition) not in self._assigned:
+            raise kafka_exception(
+                KafkaError._STATE,
+                f"Failed to seek to offset {partition.offset}: Local: Erroneous state",
+            )
         self._consumer.seek(partition)
 
     def get_watermark_offsets(
