@@ -137,6 +137,16 @@ class AppThreadServer:
                 known[key] = self.stopped_positions[key]
         return known
 
+    def choose_start_offsets(self, partitions: Iterable[KafkaTopicPartition]) -> None:
+        """``incremental_assign()`` inside ``on_assign``: where the new partitions start (an
+        absolute offset, OFFSET_BEGINNING or OFFSET_END); ignored in other callbacks."""
+        overrides = self.assign_overrides
+        if overrides is None:
+            return  # another callback: the member owns the assignment
+        for tp in partitions:
+            if tp.offset >= 0 or tp.offset in (OFFSET_BEGINNING, OFFSET_END):
+                overrides[(tp.topic, tp.partition)] = tp.offset
+
     def assigned(self) -> set[TopicPartition]:
         """The current assignment: the group's partitions and the manually assigned ones."""
         return self.owned | self.manual if self.manual else self.owned

@@ -8,7 +8,6 @@ a Python queue.
 
 from __future__ import annotations
 
-import math
 import time
 from types import TracebackType
 from typing import Any
@@ -29,7 +28,13 @@ from consumer._client.errors import (
 )
 from consumer._client.manual import ManualAssignment
 from consumer._client.offsets import OffsetBook
-from consumer._client.polling import PollReporter
+from consumer._client.polling import (
+    FAST_POLL_BUDGET,
+    POLL_SLICE_S,
+    PollReporter,
+    deadline_s,
+    poll_slice_s,
+)
 from consumer._client.settings import (
     check_callbacks,
     cluster_settings,
@@ -39,31 +44,6 @@ from consumer._client.settings import (
 from consumer._runtime import BackgroundRuntime
 from consumer.config import ConsumerConfig, parse_config
 from consumer.member import CloseRequested, MemberState, TopicPartition, Unsubscribed
-
-#: How long one wait inside poll() may block before the background's events are checked again.
-#: librdkafka's poll cannot be woken from another thread, so this bounds how long an assignment
-#: change waits for the application thread: 10 ms gave an ack p99 of 13 ms (50 ms: 88 ms) for
-#: 0.55 % of a core per idle member (docs/benchmarks.md, what-if run).
-_POLL_SLICE_S = 0.01
-#: Shorter slice while a rebalance is in progress, so callbacks and acks are not delayed.
-_REBALANCE_POLL_SLICE_S = 0.005
-_REBALANCING = frozenset(
-    {
-        MemberState.JOINING,
-        MemberState.RECONCILE_ASSIGNMENT,
-        MemberState.ACK_ASSIGNMENT,
-        MemberState.UNSUBSCRIBING,
-        MemberState.FENCED,
-    }
-)
-#: Records the poll() fast path may return before the full path runs again.
-_FAST_POLL_BUDGET = 256
-
-
-def _deadline(timeout: float | None) -> float:
-    if timeout is None or timeout < 0:
-        return math.inf
-    return time.monotonic() + timeout
 
 
 class Consumer:
@@ -164,7 +144,7 @@ class Consumer:
     def poll(self, timeout: float | None = -1) -> Message | None:
         """Serve rebalance callbacks, then return one record (or event), or None on timeout."""
         # Fast path while records flow and the background has nothing for this thread: one
-        # check and librdkafka's own poll. The full path still runs every _FAST_POLL_BUDGET
+        # check and librdkafka's own poll. The full path still runs every FAST_POLL_BUDGET
         # records, which keeps the liveness signal and the consumed offsets flowing.
         if self._fast_poll_ok:
             self._fast_polls_left -= 1
@@ -177,7 +157,7 @@ class Consumer:
     def _poll_slowly(self, timeout: float | None) -> Message | None:
         self._enter_poll()
         self._fast_poll_ok = False
-        deadline = _deadline(timeout)
+        deadline = deadline_s(timeout)
         while True:
             remaining, fetch_s = self._poll_turn(deadline)
             if fetch_s is not None:
@@ -213,7 +193,7 @@ class Consumer:
             and not self._server.pending()
             and not self._server.in_callback
         ):
-            self._fast_polls_left = _FAST_POLL_BUDGET
+            self._fast_polls_left = FAST_POLL_BUDGET
             self._fast_poll_ok = True
 
     def _disarm_fast_poll(self) -> None:
@@ -225,7 +205,7 @@ class Consumer:
         if not isinstance(num_messages, int) or not 1 <= num_messages <= 1_000_000:
             raise ValueError(f"num_messages must be an int in 1..1000000, got {num_messages!r}")
         self._enter_poll()
-        deadline = _deadline(timeout)
+        deadline = deadline_s(timeout)
         while True:
             remaining, fetch_s = self._poll_turn(deadline)
             if fetch_s is not None:
@@ -327,11 +307,7 @@ class Consumer:
         offset, OFFSET_BEGINNING or OFFSET_END), as confluent-kafka applications do.
         """
         if self._in_callback():
-            overrides = self._server.assign_overrides
-            if overrides is not None:  # None: another callback (the member owns the assignment)
-                for tp in partitions:
-                    if tp.offset >= 0 or tp.offset in (-2, -1):  # absolute, BEGINNING, END
-                        overrides[(tp.topic, tp.partition)] = tp.offset
+            self._server.choose_start_offsets(partitions)
             return
         self._manual.incremental_assign(partitions)
 
@@ -393,7 +369,7 @@ class Consumer:
                     except ConsumerKafkaException:
                         if self._server.fatal_error is not None:
                             break
-                    self._to_application.wait(min(remaining, _POLL_SLICE_S))
+                    self._to_application.wait(min(remaining, POLL_SLICE_S))
                 runtime.stop(timeout_s=10.0)
         finally:
             self._closed = True
@@ -440,15 +416,15 @@ class Consumer:
 
     def _slice_s(self) -> float:
         runtime = self._runtime
-        if runtime is not None and runtime.state in _REBALANCING:
-            return _REBALANCE_POLL_SLICE_S
-        return _POLL_SLICE_S
+        return poll_slice_s(None if runtime is None else runtime.state)
 
     def _signal_poll(self) -> None:
         """Tell the member the application is alive (throttled), with its consumed offsets."""
         self._manual.poll()
-        runtime = self._runtime
-        if runtime is not None:
+        runtime = self._runtime  # a consumer that only assigns has no member to tell
+        if runtime is not None and (
+            self._server.subscribed or runtime.state is not MemberState.UNSUBSCRIBED
+        ):
             self._polls.signal(runtime.state, self._consumed_now)
 
     def _consumed_now(self) -> dict[TopicPartition, int]:
