@@ -107,6 +107,10 @@ class AppThreadServer:
     auto_offset_reset: str
     consumed_offsets: Callable[[Iterable[TopicPartition]], dict[TopicPartition, int]]
     owned: set[TopicPartition] = field(default_factory=set)
+    #: Partitions the application assigned itself, outside callbacks (``_client/manual.py``).
+    manual: set[TopicPartition] = field(default_factory=set)
+    #: True between ``subscribe()`` and ``unsubscribe()``: commits must name owned partitions.
+    subscribed: bool = False
     commit_waiters: dict[int, CommitWaiter] = field(default_factory=dict)
     fatal_error: ConsumerKafkaException | None = None
     #: Start offsets chosen by the application inside ``on_assign`` (None outside it).
@@ -132,6 +136,20 @@ class AppThreadServer:
             if key not in known and key in self.stopped_positions:
                 known[key] = self.stopped_positions[key]
         return known
+
+    def choose_start_offsets(self, partitions: Iterable[KafkaTopicPartition]) -> None:
+        """``incremental_assign()`` inside ``on_assign``: where the new partitions start (an
+        absolute offset, OFFSET_BEGINNING or OFFSET_END); ignored in other callbacks."""
+        overrides = self.assign_overrides
+        if overrides is None:
+            return  # another callback: the member owns the assignment
+        for tp in partitions:
+            if tp.offset >= 0 or tp.offset in (OFFSET_BEGINNING, OFFSET_END):
+                overrides[(tp.topic, tp.partition)] = tp.offset
+
+    def assigned(self) -> set[TopicPartition]:
+        """The current assignment: the group's partitions and the manually assigned ones."""
+        return self.owned | self.manual if self.manual else self.owned
 
     def pending(self) -> bool:
         """True when there is something to serve (O(1))."""
@@ -309,8 +327,21 @@ class AppThreadServer:
         return starts
 
     def _start_fetching(self, starts: dict[tuple[str, int], int]) -> None:
-        if starts:
-            self.dataplane.assign(starts)
+        if not starts:
+            return
+        clash = sorted(key for key in starts if TopicPartition(*key) in self.manual)
+        if clash:
+            # As librdkafka: a group assignment naming a manually assigned partition (assign()
+            # then subscribe()) is not applied, and poll() raises _CONFLICT.
+            topic, partition = clash[0]
+            self._pending_errors.append(
+                kafka_exception(
+                    KafkaError._CONFLICT,
+                    f"{topic} [{partition}] is already part of the current assignment",
+                )
+            )
+            return
+        self.dataplane.assign(starts)
 
     def _reset_start(self) -> int:
         if self.auto_offset_reset == "earliest":

@@ -8,12 +8,11 @@ a Python queue.
 
 from __future__ import annotations
 
-import math
 import time
 from types import TracebackType
 from typing import Any
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import OFFSET_STORED, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
@@ -26,10 +25,16 @@ from consumer._client.errors import (
     CallbackMisuseError,
     ConsumerClosedError,
     ConsumerKafkaException,
-    kafka_exception,
 )
+from consumer._client.manual import ManualAssignment
 from consumer._client.offsets import OffsetBook
-from consumer._client.polling import PollReporter
+from consumer._client.polling import (
+    FAST_POLL_BUDGET,
+    POLL_SLICE_S,
+    PollReporter,
+    deadline_s,
+    poll_slice_s,
+)
 from consumer._client.settings import (
     check_callbacks,
     cluster_settings,
@@ -39,31 +44,6 @@ from consumer._client.settings import (
 from consumer._runtime import BackgroundRuntime
 from consumer.config import ConsumerConfig, parse_config
 from consumer.member import CloseRequested, MemberState, TopicPartition, Unsubscribed
-
-#: How long one wait inside poll() may block before the background's events are checked again.
-#: librdkafka's poll cannot be woken from another thread, so this bounds how long an assignment
-#: change waits for the application thread: 10 ms gave an ack p99 of 13 ms (50 ms: 88 ms) for
-#: 0.55 % of a core per idle member (docs/benchmarks.md, what-if run).
-_POLL_SLICE_S = 0.01
-#: Shorter slice while a rebalance is in progress, so callbacks and acks are not delayed.
-_REBALANCE_POLL_SLICE_S = 0.005
-_REBALANCING = frozenset(
-    {
-        MemberState.JOINING,
-        MemberState.RECONCILE_ASSIGNMENT,
-        MemberState.ACK_ASSIGNMENT,
-        MemberState.UNSUBSCRIBING,
-        MemberState.FENCED,
-    }
-)
-#: Records the poll() fast path may return before the full path runs again.
-_FAST_POLL_BUDGET = 256
-
-
-def _deadline(timeout: float | None) -> float:
-    if timeout is None or timeout < 0:
-        return math.inf
-    return time.monotonic() + timeout
 
 
 class Consumer:
@@ -94,6 +74,9 @@ class Consumer:
             ),
             auto_offset_reset=self._config.auto_offset_reset,
             consumed_offsets=self._offsets.consumed,
+        )
+        self._manual = ManualAssignment(
+            self._config, self._dataplane, self._server, self._offsets, self._ensure_runtime
         )
         self._fast_poll_ok = False
         self._fast_polls_left = 0
@@ -143,6 +126,7 @@ class Consumer:
         check_callbacks(on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
         callbacks = self._server.callbacks
         callbacks.on_assign, callbacks.on_revoke, callbacks.on_lost = on_assign, on_revoke, on_lost
+        self._manual.on_subscribe()
         self._ensure_runtime()
         self._to_background.put(event)
 
@@ -150,6 +134,7 @@ class Consumer:
         """Leave the group (revoking the assignment first); the consumer stays usable."""
         self._check_open()
         self._check_not_in_callback("unsubscribe")
+        self._manual.on_unsubscribe()
         if self._runtime is not None:
             self._offsets.report_consumed(self._server.owned)
             self._to_background.put(Unsubscribed())
@@ -159,7 +144,7 @@ class Consumer:
     def poll(self, timeout: float | None = -1) -> Message | None:
         """Serve rebalance callbacks, then return one record (or event), or None on timeout."""
         # Fast path while records flow and the background has nothing for this thread: one
-        # check and librdkafka's own poll. The full path still runs every _FAST_POLL_BUDGET
+        # check and librdkafka's own poll. The full path still runs every FAST_POLL_BUDGET
         # records, which keeps the liveness signal and the consumed offsets flowing.
         if self._fast_poll_ok:
             self._fast_polls_left -= 1
@@ -172,7 +157,7 @@ class Consumer:
     def _poll_slowly(self, timeout: float | None) -> Message | None:
         self._enter_poll()
         self._fast_poll_ok = False
-        deadline = _deadline(timeout)
+        deadline = deadline_s(timeout)
         while True:
             remaining, fetch_s = self._poll_turn(deadline)
             if fetch_s is not None:
@@ -202,13 +187,13 @@ class Consumer:
     def _arm_fast_poll(self) -> None:
         """Allow the fast path until the background queues something for this thread."""
         runtime = self._runtime
+        state = MemberState.UNSUBSCRIBED if runtime is None else runtime.state
         if (
-            runtime is not None
-            and runtime.state is MemberState.STABLE
+            (state is MemberState.STABLE or not self._server.subscribed)
             and not self._server.pending()
             and not self._server.in_callback
         ):
-            self._fast_polls_left = _FAST_POLL_BUDGET
+            self._fast_polls_left = FAST_POLL_BUDGET
             self._fast_poll_ok = True
 
     def _disarm_fast_poll(self) -> None:
@@ -220,7 +205,7 @@ class Consumer:
         if not isinstance(num_messages, int) or not 1 <= num_messages <= 1_000_000:
             raise ValueError(f"num_messages must be an int in 1..1000000, got {num_messages!r}")
         self._enter_poll()
-        deadline = _deadline(timeout)
+        deadline = deadline_s(timeout)
         while True:
             remaining, fetch_s = self._poll_turn(deadline)
             if fetch_s is not None:
@@ -249,7 +234,7 @@ class Consumer:
             message,
             offsets,
             asynchronous=asynchronous,
-            member_started=self._runtime is not None,
+            start_runtime=self._ensure_runtime,
             last_poll_report_ms=self._polls.last_report_ms,
         )
 
@@ -258,7 +243,7 @@ class Consumer:
     ) -> None:
         """Store offsets for the next commit (needs ``enable.auto.offset.store=false``)."""
         self._check_open()
-        self._offsets.store(message, offsets)
+        self._offsets.store(message, offsets, self._server.assigned)
 
     def committed(
         self, partitions: list[KafkaTopicPartition], timeout: float | None = -1
@@ -275,9 +260,13 @@ class Consumer:
         return [KafkaTopicPartition(t, p, known.get((t, p), -1001)) for t, p in keys]
 
     def assignment(self) -> list[KafkaTopicPartition]:
-        """The partitions this member owns now."""
+        """The current assignment: partitions the group gave this member, and assigned ones."""
         self._check_open()
-        return [KafkaTopicPartition(tp.topic, tp.partition) for tp in sorted(self._server.owned)]
+        given = self._manual.given_offsets  # as librdkafka: the start offset, else STORED
+        return [
+            KafkaTopicPartition(tp.topic, tp.partition, given.get(tp, OFFSET_STORED))
+            for tp in sorted(self._server.assigned())
+        ]
 
     # --- fetch control --------------------------------------------------------------------------
 
@@ -309,36 +298,35 @@ class Consumer:
         self._check_open()
         return self._dataplane.cluster_id(timeout)
 
-    # --- assignment calls from rebalance callbacks -------------------------------------------
+    # --- assignment ---------------------------------------------------------------------------
 
     def incremental_assign(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Inside ``on_assign``: start these partitions at the offsets given (if any).
+        """Add partitions to the assignment (manual assignment: no group member is created).
 
-        confluent-kafka applications call this in ``on_assign`` to choose start offsets; as
-        there, ``on_assign`` runs before the partitions reach the data plane. A partition whose
-        ``offset`` is absolute or OFFSET_BEGINNING / OFFSET_END starts there instead of at its
-        committed offset. Outside a callback, manual assignment is refused: this consumer's
-        partitions come from the group.
+        Inside ``on_assign`` it chooses start offsets of the group's partitions (an absolute
+        offset, OFFSET_BEGINNING or OFFSET_END), as confluent-kafka applications do.
         """
-        self._check_assignment_call("incremental_assign")
-        overrides = self._server.assign_overrides
-        if overrides is None:
-            return  # another callback: the member owns the assignment
-        for tp in partitions:
-            if tp.offset >= 0 or tp.offset in (-2, -1):  # absolute, BEGINNING, END
-                overrides[(tp.topic, tp.partition)] = tp.offset
+        if self._in_callback():
+            self._server.choose_start_offsets(partitions)
+            return
+        self._manual.incremental_assign(partitions)
 
     def assign(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Inside ``on_assign``: as :meth:`incremental_assign` (the assignment is the group's)."""
-        self.incremental_assign(partitions)
+        """Replace the assignment (manual assignment); inside ``on_assign``: as incremental."""
+        if self._in_callback():
+            self.incremental_assign(partitions)
+            return
+        self._manual.assign(partitions)
 
     def incremental_unassign(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
-        self._check_assignment_call("incremental_unassign")
+        """Remove partitions from the assignment; inside callbacks: accepted and ignored."""
+        if not self._in_callback():
+            self._manual.incremental_unassign(partitions)
 
     def unassign(self) -> None:
-        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
-        self._check_assignment_call("unassign")
+        """Remove every partition (manual assignment); inside callbacks: accepted and ignored."""
+        if not self._in_callback():
+            self._manual.unassign()
 
     def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
         """Cluster metadata, as ``confluent_kafka.Consumer.list_topics``."""
@@ -366,6 +354,7 @@ class Consumer:
         self._check_not_in_callback("close")
         self._fast_poll_ok = False
         try:
+            self._manual.close()
             runtime = self._runtime
             if runtime is not None and not runtime.finished:
                 self._offsets.report_consumed(self._server.owned)
@@ -380,7 +369,7 @@ class Consumer:
                     except ConsumerKafkaException:
                         if self._server.fatal_error is not None:
                             break
-                    self._to_application.wait(min(remaining, _POLL_SLICE_S))
+                    self._to_application.wait(min(remaining, POLL_SLICE_S))
                 runtime.stop(timeout_s=10.0)
         finally:
             self._closed = True
@@ -427,14 +416,15 @@ class Consumer:
 
     def _slice_s(self) -> float:
         runtime = self._runtime
-        if runtime is not None and runtime.state in _REBALANCING:
-            return _REBALANCE_POLL_SLICE_S
-        return _POLL_SLICE_S
+        return poll_slice_s(None if runtime is None else runtime.state)
 
     def _signal_poll(self) -> None:
         """Tell the member the application is alive (throttled), with its consumed offsets."""
-        runtime = self._runtime
-        if runtime is not None:
+        self._manual.poll()
+        runtime = self._runtime  # a consumer that only assigns has no member to tell
+        if runtime is not None and (
+            self._server.subscribed or runtime.state is not MemberState.UNSUBSCRIBED
+        ):
             self._polls.signal(runtime.state, self._consumed_now)
 
     def _consumed_now(self) -> dict[TopicPartition, int]:
@@ -444,14 +434,10 @@ class Consumer:
         if self._closed:
             raise ConsumerClosedError("the consumer is closed")
 
-    def _check_assignment_call(self, method: str) -> None:
+    def _in_callback(self) -> bool:
+        """Whether an assignment call comes from a rebalance callback (False: manual)."""
         self._check_open()
-        if not self._server.in_callback:
-            raise kafka_exception(
-                KafkaError._STATE,
-                f"{method}() outside a rebalance callback: manual assignment is not supported, "
-                "partitions come from the consumer group (use subscribe())",
-            )
+        return self._server.in_callback
 
     def _check_not_in_callback(self, method: str) -> None:
         if self._server.in_callback:

@@ -1,10 +1,12 @@
 """The data plane: a librdkafka consumer used only to fetch records of partitions we assign.
 
-The librdkafka consumer comes from :mod:`consumer._client.librdkafka`. It never subscribes,
-never commits and never fetches committed offsets: the member does all of that with its epoch.
-Partitions are added and removed with ``incremental_assign`` / ``incremental_unassign`` at
-explicit start offsets (the committed offset the member fetched, or the logical beginning/end
-the reset policy names), so librdkafka never consults a group for them.
+The librdkafka consumer comes from :mod:`consumer._client.librdkafka`. It never subscribes and
+never commits: the member does that with its epoch (or, for manually assigned partitions, as a
+non-member). Partitions are added and removed with ``incremental_assign`` /
+``incremental_unassign`` at explicit start offsets (the committed offset the member fetched, or
+the logical beginning/end the reset policy names), so librdkafka never consults a group for the
+member's partitions; only a manually assigned partition given without an offset starts at
+``OFFSET_STORED``, which librdkafka resolves with an OffsetFetch, as confluent-kafka does.
 
 librdkafka refuses to create a consumer without a ``group.id`` even in assign mode; the group id
 it is given is the member's, but it neither joins that group nor commits to it.
@@ -18,11 +20,13 @@ from typing import Any
 from confluent_kafka import (
     OFFSET_BEGINNING,
     OFFSET_END,
+    KafkaError,
     KafkaException,
     Message,
     TopicPartition,
 )
 
+from consumer._client.errors import kafka_exception
 from consumer._client.librdkafka import assign_mode_consumer
 
 #: Logical start positions a reset policy maps to.
@@ -122,7 +126,13 @@ class DataPlane:
         self._consumer.resume(list(partitions))
 
     def seek(self, partition: TopicPartition) -> None:
-        """Move the fetch position of an assigned partition."""
+        """Move the fetch position of an assigned partition (``_STATE`` for any other one,
+        as confluent-kafka's consumer says)."""
+        if (partition.topic, partition.partition) not in self._assigned:
+            raise kafka_exception(
+                KafkaError._STATE,
+                f"Failed to seek to offset {partition.offset}: Local: Erroneous state",
+            )
         self._consumer.seek(partition)
 
     def get_watermark_offsets(

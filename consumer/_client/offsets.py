@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -74,8 +74,13 @@ class OffsetBook:
         if consumed:
             self._to_background.put(ConsumedOffsetsReported(consumed))
 
-    def store(self, message: Message | None, offsets: list[KafkaTopicPartition] | None) -> None:
-        """``store_offsets()``: remember offsets for the next commit."""
+    def store(
+        self,
+        message: Message | None,
+        offsets: list[KafkaTopicPartition] | None,
+        assigned_now: Callable[[], Collection[TopicPartition]],
+    ) -> None:
+        """``store_offsets()``: remember offsets of assigned partitions for the next commit."""
         if self._config.enable_auto_offset_store:
             raise kafka_exception(
                 KafkaError._INVALID_ARG,
@@ -85,10 +90,32 @@ class OffsetBook:
             raise ValueError("store_offsets() takes exactly one of message or offsets")
         if message is not None:
             key = TopicPartition(message.topic() or "", message.partition() or 0)
-            self._stored[key] = (message.offset() or 0) + 1
+            chosen = {key: (message.offset() or 0) + 1}
         else:
-            for tp in offsets or ():
-                self._stored[TopicPartition(tp.topic, tp.partition)] = tp.offset
+            chosen = {TopicPartition(tp.topic, tp.partition): tp.offset for tp in offsets or ()}
+        assigned = assigned_now()
+        if any(tp not in assigned for tp in chosen):
+            # As librdkafka: only partitions of the current assignment have a stored offset.
+            raise kafka_exception(KafkaError._STATE, "StoreOffsets failed: Local: Erroneous state")
+        self._stored.update(chosen)
+
+    def forget(self, partitions: Iterable[TopicPartition]) -> None:
+        """Drop the stored offsets of partitions that left the assignment (as librdkafka)."""
+        for tp in partitions:
+            self._stored.pop(tp, None)
+
+    def commit_in_background(
+        self,
+        server: AppThreadServer,
+        chosen: Mapping[TopicPartition, int],
+        on_result: Callable[[ReportCommitResult], None],
+    ) -> int:
+        """Send an asynchronous commit of ``chosen``; ``on_result`` gets its answer inside
+        ``poll()``. Returns the commit's token (for :meth:`AppThreadServer.take_commit_result`)."""
+        token = next(self._tokens)
+        server.commit_waiters[token] = CommitWaiter(chosen, on_result)
+        self._to_background.put(CommitRequested(token, dict(chosen)))
+        return token
 
     def commit(
         self,
@@ -97,23 +124,23 @@ class OffsetBook:
         offsets: list[KafkaTopicPartition] | None,
         *,
         asynchronous: bool,
-        member_started: bool,
+        start_runtime: Callable[[], object],
         last_poll_report_ms: int,
     ) -> list[KafkaTopicPartition] | None:
         """``commit()``: see :meth:`consumer.Consumer.commit`.
 
+        ``start_runtime`` starts the background runtime if it is not running (a consumer that
+        only assigns partitions commits without a group membership: member id "", epoch -1).
         ``last_poll_report_ms`` is when the member was last told the application polled
         (:func:`~consumer._bridge.last_poll.monotonic_ms` time); a synchronous commit returns
         before that report runs out.
         """
         everything = message is None and offsets is None
-        consumed = self.consumed(server.owned) if everything else {}
+        consumed = self.consumed(server.assigned()) if everything else {}
         chosen = offsets_named(message, offsets, consumed)
-        if not member_started:
-            raise kafka_exception(
-                KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
-            )
-        refuse_foreign(chosen, server.owned)
+        if server.subscribed:
+            refuse_foreign(chosen, server.assigned())
+        start_runtime()
         token = next(self._tokens)
         outcome: list[ReportCommitResult] = []
         on_commit = self._config.on_commit

@@ -96,7 +96,7 @@ BUILTIN_FEATURES = (
 
 _MEMBER_SPECS: tuple[KeySpec, ...] = (
     KeySpec("bootstrap.servers", Kind.BROKER_LIST, B, note="Required. `metadata.broker.list` is an alias. A missing port means 9092, as in librdkafka."),  # noqa: E501
-    _str("group.id", M, note="Required, non-empty. The data plane gets the same id but never joins, commits or fetches offsets with it."),  # noqa: E501
+    _str("group.id", M, note="Required, non-empty. The data plane gets the same id but never joins or commits with it; it fetches committed offsets only for manually assigned partitions given without an offset."),  # noqa: E501
     _enum("group.protocol", M, ("consumer",), "consumer", note="`classic` is refused: only the KIP-848 protocol is implemented. librdkafka's default is `classic`."),  # noqa: E501
     _str("group.remote.assignor", M, note="Server-side assignor (`uniform`, `range`); unset = broker default."),  # noqa: E501
     _str("group.instance.id", M, note="Static membership. At most 249 characters of `[a-zA-Z0-9._-]`, as Java checks."),  # noqa: E501

@@ -316,7 +316,7 @@ class FakeConsumer(FetchControl):
     ) -> None:
         """Store offsets for the next commit (needs ``enable.auto.offset.store=false``)."""
         self._check_open()
-        self._offsets.store(message, offsets)
+        self._offsets.store(message, offsets, self._server.assigned)
 
     def committed(
         self, partitions: list[KafkaTopicPartition], timeout: float | None = -1

@@ -60,29 +60,16 @@ def test_subscribe_refuses_a_callback_that_is_not_callable(consumer: Consumer) -
         consumer.subscribe(["t"], on_assign="nope")  # type: ignore[arg-type]
 
 
-def test_commit_without_membership_or_offsets_is_a_clear_kafka_error(consumer: Consumer) -> None:
+def test_commit_without_offsets_is_a_clear_kafka_error(consumer: Consumer) -> None:
     with pytest.raises(KafkaException) as caught:
         consumer.commit(asynchronous=False)
     assert isinstance(caught.value, ConsumerError)
     assert "no offsets to commit" in str(caught.value)
-    with pytest.raises(KafkaException, match="subscribe"):
-        consumer.commit(offsets=[TopicPartition("t", 0, 5)], asynchronous=False)
 
 
 def test_store_offsets_needs_manual_offset_storing(consumer: Consumer) -> None:
     with pytest.raises(KafkaException, match="enable.auto.offset.store=false"):
         consumer.store_offsets(offsets=[TopicPartition("t", 0, 1)])
-
-
-def test_manual_assignment_is_refused_outside_callbacks(consumer: Consumer) -> None:
-    for call in (
-        lambda: consumer.assign([TopicPartition("t", 0)]),
-        lambda: consumer.incremental_assign([TopicPartition("t", 0)]),
-        lambda: consumer.incremental_unassign([TopicPartition("t", 0)]),
-        consumer.unassign,
-    ):
-        with pytest.raises(KafkaException, match="manual assignment is not supported"):
-            call()
 
 
 def test_every_call_after_close_says_the_consumer_is_closed() -> None:
