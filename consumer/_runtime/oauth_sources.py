@@ -135,6 +135,7 @@ class OidcTokenSource:
             ) as answer:
                 body = answer.read()
         except urllib.error.HTTPError as error:
+            error.close()
             reason = f"{where} answered HTTP {error.code} for client {self._client_id!r}"
             if error.code >= 500:
                 raise KafkaConnectionError(reason) from None

@@ -234,14 +234,14 @@ def test_expiring_oidc_tokens_are_renewed_on_both_planes(
             "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": "OAUTHBEARER",
             "sasl.oauthbearer.method": "oidc",
-            "sasl.oauthbearer.client.id": endpoint.client_id,
-            "sasl.oauthbearer.client.secret": endpoint.client_secret,
+            "sasl.oauthbearer.client.id": endpoint.oauth_client_id,
+            "sasl.oauthbearer.client.secret": endpoint.oauth_client_secret,
             "sasl.oauthbearer.token.endpoint.url": endpoint.url,
             "sasl.oauthbearer.scope": "kafka",
             "on_state_change": lambda previous, current: states.append(current),
         }
         with _consumer(config) as consumer:
-            assert endpoint.client_secret not in repr(consumer)
+            assert endpoint.oauth_client_secret not in repr(consumer)
             _consume_through_token_lifetimes(broker, consumer, caplog, states)
         # urllib names itself in User-Agent; librdkafka's HTTP client sends none.
         python = endpoint.granted_to("Python-urllib")
@@ -251,7 +251,7 @@ def test_expiring_oidc_tokens_are_renewed_on_both_planes(
     assert librdkafka >= 3, f"the data plane fetched {librdkafka} tokens: {endpoint.requests}"
     assert not [r for r in endpoint.requests if not r.granted]
     for record in caplog.records:
-        assert endpoint.client_secret not in record.getMessage()
+        assert endpoint.oauth_client_secret not in record.getMessage()
 
 
 def test_a_refused_token_is_a_clear_authentication_error(

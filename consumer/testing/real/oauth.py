@@ -95,8 +95,8 @@ class TokenEndpoint:
     Every request is recorded in :attr:`requests` (User-Agent tells librdkafka from Python).
     """
 
-    client_id: str = "kafka-client"
-    client_secret: str = "client-secret-for-tests"
+    oauth_client_id: str = "kafka-client"
+    oauth_client_secret: str = "client-secret-for-tests"
     principal: str = "alice"
     lifetime_s: float = 3600.0
     requests: list[TokenRequest] = field(default_factory=list)
@@ -128,7 +128,7 @@ class TokenEndpoint:
                 length = int(self.headers.get("Content-Length") or 0)
                 form = self.rfile.read(length).decode()
                 expected = base64.b64encode(
-                    f"{endpoint.client_id}:{endpoint.client_secret}".encode()
+                    f"{endpoint.oauth_client_id}:{endpoint.oauth_client_secret}".encode()
                 ).decode()
                 granted = (
                     self.headers.get("Authorization") == f"Basic {expected}"
