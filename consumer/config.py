@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 SecurityProtocol = Literal["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"]
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 OffsetReset = Literal["earliest", "latest", "error"]
 IsolationLevel = Literal["read_committed", "read_uncommitted"]
 EndpointIdentification = Literal["https", "none"]
@@ -101,6 +101,17 @@ class SecurityConfig:
     sasl_mechanism: SaslMechanism | None = None
     sasl_username: str | None = None
     sasl_password: Secret | None = None
+    oauth_cb: Callback | None = None
+    sasl_oauthbearer_method: Literal["default", "oidc"] | None = None
+    sasl_oauthbearer_config: Secret | None = None
+    enable_sasl_oauthbearer_unsecure_jwt: bool | None = None
+    sasl_oauthbearer_client_id: str | None = None
+    sasl_oauthbearer_client_secret: Secret | None = None
+    sasl_oauthbearer_token_endpoint_url: str | None = None
+    sasl_oauthbearer_scope: str | None = None
+    sasl_oauthbearer_extensions: str | None = None
+    sasl_oauthbearer_sub_claim_name: str | None = None
+    https_ca_location: str | None = None
 
     @property
     def uses_ssl(self) -> bool:
@@ -271,17 +282,48 @@ def _check_combinations(typed: Mapping[str, object]) -> None:
         )
     protocol = typed.get("security.protocol", SPECS["security.protocol"].default)
     if protocol in ("sasl_plaintext", "sasl_ssl"):
-        for needed in ("sasl.mechanism", "sasl.username", "sasl.password"):
-            if needed not in typed:
-                extra = (
-                    "; librdkafka's default mechanism GSSAPI is not implemented by the member"
-                    if needed == "sasl.mechanism"
-                    else ""
-                )
-                raise ConfigError(
-                    f"'{needed}' is required with security.protocol={protocol}: expected "
-                    f"{describe_allowed(SPECS[needed])}{extra}."
-                )
+        _check_sasl(typed, str(protocol))
+
+
+def _check_sasl(typed: Mapping[str, object], protocol: str) -> None:
+    """The keys each SASL mechanism needs (librdkafka's rules, with its wording of the choice)."""
+    mechanism = typed.get("sasl.mechanism")
+    if mechanism is None:
+        raise ConfigError(
+            f"'sasl.mechanism' is required with security.protocol={protocol}: expected "
+            f"{describe_allowed(SPECS['sasl.mechanism'])}; librdkafka's default mechanism GSSAPI "
+            "is not implemented by the member."
+        )
+    if mechanism != "OAUTHBEARER":
+        needed_keys: tuple[str, ...] = ("sasl.username", "sasl.password")
+    elif "oauth_cb" in typed:
+        needed_keys = ()
+    elif typed.get("sasl.oauthbearer.method") == "oidc":
+        if typed.get("enable.sasl.oauthbearer.unsecure.jwt"):
+            raise ConfigError(
+                "'enable.sasl.oauthbearer.unsecure.jwt' and 'sasl.oauthbearer.method=oidc' are "
+                "mutually exclusive."
+            )
+        needed_keys = (
+            "sasl.oauthbearer.client.id",
+            "sasl.oauthbearer.client.secret",
+            "sasl.oauthbearer.token.endpoint.url",
+        )
+    elif typed.get("enable.sasl.oauthbearer.unsecure.jwt"):
+        needed_keys = ("sasl.oauthbearer.config",)
+    else:
+        raise ConfigError(
+            "sasl.mechanism=OAUTHBEARER needs a token source: set 'oauth_cb', "
+            "'sasl.oauthbearer.method' to 'oidc' (with 'sasl.oauthbearer.client.id', "
+            "'sasl.oauthbearer.client.secret' and 'sasl.oauthbearer.token.endpoint.url'), or "
+            "'enable.sasl.oauthbearer.unsecure.jwt' to true (development only)."
+        )
+    for needed in needed_keys:
+        if not typed.get(needed):
+            raise ConfigError(
+                f"'{needed}' is required with security.protocol={protocol} and "
+                f"sasl.mechanism={mechanism}: expected {describe_allowed(SPECS[needed])}."
+            )
 
 
 def _build(typed: Mapping[str, object], raw: Mapping[str, object]) -> ConsumerConfig:

@@ -125,9 +125,20 @@ _MEMBER_SPECS: tuple[KeySpec, ...] = (
     _str("ssl.key.password", B, note="Secret: shown as `***`."),
     _enum("ssl.endpoint.identification.algorithm", B, ("https", "none"), "https"),
     _bool("enable.ssl.certificate.verification", B, True),
-    _enum("sasl.mechanism", B, ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"), None, note="`sasl.mechanisms` is an alias. Required with `sasl_*`; GSSAPI and OAUTHBEARER are not implemented by the member."),  # noqa: E501
-    _str("sasl.username", B, note="Required with `sasl_*`."),
-    _str("sasl.password", B, note="Required with `sasl_*`. Secret: shown as `***`."),
+    _enum("sasl.mechanism", B, ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"), None, note="`sasl.mechanisms` is an alias. Required with `sasl_*`; GSSAPI is not implemented by the member."),  # noqa: E501
+    _str("sasl.username", B, note="Required with `sasl_*` and PLAIN or SCRAM."),
+    _str("sasl.password", B, note="Required with `sasl_*` and PLAIN or SCRAM. Secret: shown as `***`."),  # noqa: E501
+    _cb("oauth_cb", B, "OAUTHBEARER: `oauth_cb(sasl.oauthbearer.config)` returns `(token, expiry_seconds_since_epoch[, principal, extensions])`. The data plane calls it from `poll()`, the member from a worker thread of its background loop."),  # noqa: E501
+    _enum("sasl.oauthbearer.method", B, ("default", "oidc"), None, note="Unset means `default` (`oauth_cb` or unsecured JWTs). `oidc`: client credentials against `sasl.oauthbearer.token.endpoint.url` (both planes fetch their own tokens)."),  # noqa: E501
+    _str("sasl.oauthbearer.config", B, note="Passed to `oauth_cb`; with `enable.sasl.oauthbearer.unsecure.jwt`: `principal=... lifeSeconds=... scope=...`. Secret: shown as `***`."),  # noqa: E501
+    _bool("enable.sasl.oauthbearer.unsecure.jwt", B, None, "Unset means false. Unsigned tokens for brokers with the unsecured validator (development only)."),  # noqa: E501
+    _str("sasl.oauthbearer.client.id", B, note="OIDC client id. `sasl.oauthbearer.client.credentials.client.id` is an alias."),  # noqa: E501
+    _str("sasl.oauthbearer.client.secret", B, note="OIDC client secret. `sasl.oauthbearer.client.credentials.client.secret` is an alias. Secret: shown as `***`."),  # noqa: E501
+    _str("sasl.oauthbearer.token.endpoint.url", B, note="OIDC token endpoint (http or https)."),
+    _str("sasl.oauthbearer.scope", B, note="OIDC scope (optional)."),
+    _str("sasl.oauthbearer.extensions", B, note="SASL extensions sent with the token: `name=value,name=value`."),  # noqa: E501
+    _str("sasl.oauthbearer.sub.claim.name", B, note="The claim of an OIDC token naming the principal; unset means `sub`."),  # noqa: E501
+    _str("https.ca.location", B, note="CA certificates (file or directory) to verify an https token endpoint; unset: the system's."),  # noqa: E501
     _cb("error_cb", B, "Called with a `KafkaError` for member and data-plane errors."),
     KeySpec("logger", Kind.LOGGER, B, note="A `logging.Logger` (or `LoggerAdapter`) for member and data-plane logs: the member's own records (background loop, connections, retries, unreported group errors) go to it instead of the `consumer.*` loggers."),  # noqa: E501
     _cb("on_commit", M, "`on_commit(err, partitions)` after each commit, as in confluent-kafka."),
@@ -189,6 +200,8 @@ SPECS: dict[str, KeySpec] = {s.name: s for s in _MEMBER_SPECS + _DATA_PLANE_SPEC
 KEY_ALIASES: dict[str, str] = {
     "metadata.broker.list": "bootstrap.servers",
     "sasl.mechanisms": "sasl.mechanism",
+    "sasl.oauthbearer.client.credentials.client.id": "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.credentials.client.secret": "sasl.oauthbearer.client.secret",
 }
 
 # Classic-protocol keys refused under group.protocol=consumer, as Java (first three) and librdkafka
@@ -203,8 +216,9 @@ CLASSIC_ONLY: dict[str, str] = {
 _NOT_IN_PYTHON = "a librdkafka C-API hook that cannot be set from Python"
 _DEPRECATED = "deprecated and no longer used by librdkafka"
 _SECURITY = (
-    "the member's own connections (Python ssl and SASL PLAIN/SCRAM) do not implement it, and "
-    "both planes must authenticate the same way"
+    "the member's own connections (Python ssl; SASL PLAIN, SCRAM and OAUTHBEARER with oauth_cb, "
+    "client-credentials OIDC or unsecured JWTs) do not implement it, and both planes must "
+    "authenticate the same way"
 )
 _PRODUCER = "a producer setting; it has no effect on a consumer"
 
@@ -219,7 +233,6 @@ REFUSED: dict[str, str] = {
     "enabled_events": "the data plane is driven by poll(); librdkafka event types are not used",
     "plugin.library.paths": "plugins and interceptors would see only the data plane (no group membership, no commits)",  # noqa: E501
     "consume.callback.max.messages": "it applies to rd_kafka_consume_callback(), which confluent-kafka does not use",  # noqa: E501
-    "oauth_cb": _SECURITY,
     "default.topic.config": "it is deprecated in confluent-kafka: put topic-level keys at the top level",  # noqa: E501
     "on_delivery": _PRODUCER,
     "auto.commit.enable": "it is a deprecated alias: use 'enable.auto.commit'",
@@ -244,13 +257,9 @@ for _name in (
     "ssl.cipher.suites", "ssl.curves.list", "ssl.sigalgs.list", "ssl.key.pem",
     "ssl.certificate.pem", "ssl.ca.pem", "ssl.ca.certificate.stores", "ssl.crl.location",
     "ssl.keystore.location", "ssl.keystore.password", "ssl.providers", "ssl.engine.id",
-    "https.ca.location", "https.ca.pem", "sasl.kerberos.service.name", "sasl.kerberos.principal",
+    "https.ca.pem", "sasl.kerberos.service.name", "sasl.kerberos.principal",
     "sasl.kerberos.kinit.cmd", "sasl.kerberos.keytab", "sasl.kerberos.min.time.before.relogin",
-    "sasl.oauthbearer.config", "enable.sasl.oauthbearer.unsecure.jwt", "sasl.oauthbearer.method",
-    "sasl.oauthbearer.client.id", "sasl.oauthbearer.client.credentials.client.id",
-    "sasl.oauthbearer.client.credentials.client.secret", "sasl.oauthbearer.client.secret",
-    "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions", "sasl.oauthbearer.token.endpoint.url",
-    "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.grant.type",
+    "sasl.oauthbearer.grant.type",
     "sasl.oauthbearer.assertion.algorithm", "sasl.oauthbearer.assertion.private.key.file",
     "sasl.oauthbearer.assertion.private.key.passphrase",
     "sasl.oauthbearer.assertion.private.key.pem", "sasl.oauthbearer.assertion.file",

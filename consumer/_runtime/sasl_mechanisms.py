@@ -1,7 +1,8 @@
 """The client side of the SASL mechanisms the member speaks, sans-I/O.
 
-:class:`PlainClient` (RFC 4616) and :class:`ScramClient` (RFC 5802 / RFC 7677: SCRAM-SHA-256 and
-SCRAM-SHA-512, no channel binding, as Kafka's ``ScramSaslClient``) only compute bytes; the
+:class:`PlainClient` (RFC 4616), :class:`ScramClient` (RFC 5802 / RFC 7677: SCRAM-SHA-256 and
+SCRAM-SHA-512, no channel binding, as Kafka's ``ScramSaslClient``) and
+:class:`OAuthBearerClient` (RFC 7628, as Kafka's ``OAuthBearerSaslClient``) only compute bytes; the
 SaslHandshake / SaslAuthenticate exchange that carries them is in
 :mod:`consumer._runtime.security`. Passwords stay in :class:`~consumer.config.Secret` objects and
 are revealed only where the bytes are computed.
@@ -12,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -25,11 +27,13 @@ from consumer.errors import ERROR_CLASSES, KafkaError
 
 __all__ = [
     "SUPPORTED_MECHANISMS",
+    "OAuthBearerClient",
     "PlainClient",
     "SaslAuthenticationFailedError",
     "SaslCredentials",
     "SaslMechanismClient",
     "ScramClient",
+    "check_oauthbearer_extensions",
     "mechanism_client",
 ]
 
@@ -45,6 +49,10 @@ SUPPORTED_MECHANISMS: Final = ("PLAIN", *_SCRAM_HASHES)
 _SCRAM_MIN_ITERATIONS: Final = 4096
 #: The GS2 header of a client that neither supports nor requests channel binding.
 _GS2_HEADER: Final = b"n,,"
+#: RFC 7628 separator between the key/value pairs of the OAUTHBEARER client message.
+_KVSEP: Final = b"\x01"
+_EXTENSION_NAME: Final = re.compile(r"^[A-Za-z]+$")
+_EXTENSION_VALUE: Final = re.compile(r"^[\x21-\x7E \t\r\n]+$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +216,59 @@ class ScramClient:
 
     def __repr__(self) -> str:
         return f"<ScramClient {self.mechanism} user={self._username!r}>"
+
+
+class OAuthBearerClient:
+    """SASL OAUTHBEARER (RFC 7628) as Kafka speaks it: one client message
+    ``n,,<kvsep>auth=Bearer <token><kvsep>[<name>=<value><kvsep>]*<kvsep>``.
+
+    On success the broker answers with no bytes. On failure it sends an error challenge (JSON
+    with a ``status``) which the client acknowledges with a lone ``<kvsep>``; the broker then
+    ends the exchange with ``SASL_AUTHENTICATION_FAILED``.
+    """
+
+    mechanism = "OAUTHBEARER"
+
+    def __init__(
+        self, token: Secret, principal: str = "", extensions: Mapping[str, str] | None = None
+    ) -> None:
+        self._token = token
+        self._principal = principal
+        self._extensions = dict(extensions or {})
+        check_oauthbearer_extensions(self._extensions)
+        self._sent = False
+        self.error_challenge: str | None = None
+        """The broker's error challenge (its ``status`` JSON), if it sent one."""
+
+    def step(self, challenge: bytes | None) -> bytes | None:
+        """The client message; then ``<kvsep>`` for an error challenge, or None when done."""
+        if not self._sent:
+            self._sent = True
+            pairs = [f"auth=Bearer {self._token.reveal()}".encode()]
+            pairs += [f"{name}={value}".encode() for name, value in self._extensions.items()]
+            return _GS2_HEADER + _KVSEP + _KVSEP.join(pairs) + _KVSEP + _KVSEP
+        if challenge:
+            self.error_challenge = challenge.decode("utf-8", errors="replace")
+            return _KVSEP
+        return None
+
+    def __repr__(self) -> str:
+        return f"<OAuthBearerClient principal={self._principal!r}>"
+
+
+def check_oauthbearer_extensions(extensions: Mapping[str, str]) -> None:
+    """RFC 7628 section 3.1: names are ALPHA, values VCHAR/space/tab/CR/LF; ``auth`` is taken.
+
+    Raises:
+        ValueError: naming the offending extension.
+    """
+    for name, value in extensions.items():
+        if name == "auth" or not _EXTENSION_NAME.match(name):
+            raise ValueError(f"SASL extension name {name!r}: expected letters only, and not 'auth'")
+        if not _EXTENSION_VALUE.match(value):
+            raise ValueError(
+                f"SASL extension {name!r}: the value must be printable ASCII (RFC 7628)"
+            )
 
 
 def _saslname(username: str) -> str:

@@ -8,8 +8,11 @@ the same way:
   file or directory, optional client certificate and key, host name verification per
   ``ssl.endpoint.identification.algorithm``, ``enable.ssl.certificate.verification``);
 * :func:`authenticate` runs SaslHandshake (v1) and SaslAuthenticate (v0-v2) on a freshly
-  negotiated connection, with the sans-I/O mechanism clients of
-  :mod:`consumer._runtime.sasl_mechanisms` (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512);
+  negotiated connection, and again on the same connection to re-authenticate (KIP-368), with the
+  sans-I/O mechanism clients of :mod:`consumer._runtime.sasl_mechanisms` (PLAIN, SCRAM-SHA-256,
+  SCRAM-SHA-512 and OAUTHBEARER, whose tokens come from :mod:`consumer._runtime.oauth`);
+* :func:`reauthentication_delay_ms` says when to re-authenticate before the broker's session
+  (``SessionLifetimeMs``) ends;
 * :class:`ConnectionSecurity` is what a :class:`~consumer._runtime.connection.BrokerConnection`
   holds: the SSL context (built once, shared by every connection of a cluster client) and the
   SASL credentials.
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -50,7 +54,14 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from consumer._config.spec import spec_default
 from consumer._config.types import Secret
-from consumer._runtime.sasl_mechanisms import SaslCredentials, mechanism_client
+from consumer._runtime.oauth import OAuthBearerLogin
+from consumer._runtime.oauth_sources import OAuthBearerSettings, token_source
+from consumer._runtime.sasl_mechanisms import (
+    OAuthBearerClient,
+    SaslCredentials,
+    SaslMechanismClient,
+    mechanism_client,
+)
 from consumer._wire import VersionRange
 from consumer.config import ConfigError
 from consumer.errors import (
@@ -63,11 +74,13 @@ __all__ = [
     "SASL_AUTHENTICATE_API_KEY",
     "SASL_HANDSHAKE_API_KEY",
     "ConnectionSecurity",
+    "SaslLogin",
     "SaslSession",
     "SecuritySettings",
     "authenticate",
     "build_ssl_context",
     "connection_security",
+    "reauthentication_delay_ms",
 ]
 
 _log = logging.getLogger(__name__)
@@ -77,6 +90,15 @@ SASL_AUTHENTICATE_API_KEY: Final = 36
 #: SaslHandshake v1 is the version after which tokens travel in SaslAuthenticate requests.
 _HANDSHAKE_VERSION: Final = 1
 _AUTHENTICATE_VERSIONS: Final = VersionRange(0, 2)
+#: Re-authenticate between 85 % and 95 % of the session lifetime (Java's window; librdkafka
+#: uses 90 %): early enough for latency and clock drift, spread so connections do not all
+#: re-authenticate at once.
+_REAUTH_WINDOW: Final = (0.85, 0.95)
+#: A broker refuses a second re-authentication within one second of the previous one.
+_MIN_REAUTH_INTERVAL_MS: Final = 1000
+
+SaslLogin = SaslCredentials | OAuthBearerLogin
+"""What a connection authenticates with: a user and password, or an OAUTHBEARER token source."""
 
 # ----------------------------------------------------------------------------------------------
 # Settings
@@ -86,7 +108,7 @@ class _Revealable(Protocol):
     def reveal(self) -> str: ...
 
 
-class SecuritySettings(Protocol):
+class SecuritySettings(OAuthBearerSettings, Protocol):
     """What :class:`~consumer.config.SecurityConfig` offers; any object with these attributes
     will do (field names are the dotted configuration keys with ``_`` for ``.``)."""
 
@@ -119,12 +141,13 @@ class ConnectionSecurity:
     Attributes:
         protocol: ``plaintext``, ``ssl``, ``sasl_plaintext`` or ``sasl_ssl``.
         ssl_context: the context every TLS connection is opened with (None: no TLS).
-        sasl: the credentials to authenticate with after connecting (None: no SASL).
+        sasl: the credentials to authenticate with after connecting (None: no SASL); an
+            OAUTHBEARER login is shared by every connection, so they share one token.
     """
 
     protocol: str = spec_default("security.protocol", str)
     ssl_context: ssl.SSLContext | None = field(default=None, compare=False)
-    sasl: SaslCredentials | None = None
+    sasl: SaslLogin | None = None
 
 
 def connection_security(
@@ -149,25 +172,33 @@ def connection_security(
             "ssl, sasl_plaintext or sasl_ssl."
         )
     context = build_ssl_context(settings) if protocol in ("ssl", "sasl_ssl") else None
-    credentials = None
+    credentials: SaslLogin | None = None
     if protocol.startswith("sasl_"):
-        mechanism, username, password = (
-            settings.sasl_mechanism,
-            settings.sasl_username,
-            settings.sasl_password,
-        )
-        for key, value in (
-            ("sasl.mechanism", mechanism),
-            ("sasl.username", username),
-            ("sasl.password", password),
-        ):
-            if value is None:
-                raise ConfigError(f"'{key}' is required with security.protocol={protocol}.")
-        assert mechanism is not None
-        assert username is not None
-        assert password is not None
-        credentials = SaslCredentials(mechanism.upper(), username, Secret(password.reveal()))
+        mechanism = (settings.sasl_mechanism or "").upper()
+        if mechanism == "OAUTHBEARER":
+            credentials = OAuthBearerLogin(token_source(settings))
+        else:
+            credentials = _password_credentials(settings, protocol)
     return ConnectionSecurity(protocol=protocol, ssl_context=context, sasl=credentials)
+
+
+def _password_credentials(settings: SecuritySettings, protocol: str) -> SaslCredentials:
+    mechanism, username, password = (
+        settings.sasl_mechanism,
+        settings.sasl_username,
+        settings.sasl_password,
+    )
+    for key, value in (
+        ("sasl.mechanism", mechanism),
+        ("sasl.username", username),
+        ("sasl.password", password),
+    ):
+        if value is None:
+            raise ConfigError(f"'{key}' is required with security.protocol={protocol}.")
+    assert mechanism is not None
+    assert username is not None
+    assert password is not None
+    return SaslCredentials(mechanism.upper(), username, Secret(password.reveal()))
 
 
 def build_ssl_context(settings: SecuritySettings) -> ssl.SSLContext:
@@ -260,19 +291,25 @@ _AuthenticateResponse = (
 async def authenticate(
     send: Send,
     broker_ranges: Mapping[int, VersionRange],
-    credentials: SaslCredentials,
+    credentials: SaslLogin,
     address: str,
+    *,
+    reauthenticating: bool = False,
 ) -> SaslSession:
     """SaslHandshake v1, then SaslAuthenticate round trips until the mechanism is done.
 
     Runs right after ApiVersions (which a broker answers before authentication) and before any
-    other request. ``broker_ranges`` is what the broker advertised in ApiVersions.
+    other request; with ``reauthenticating`` it runs again on an authenticated connection
+    (KIP-368), with the caller holding other requests back. ``broker_ranges`` is what the broker
+    advertised in ApiVersions.
 
     Raises:
-        SaslAuthenticationFailedError: wrong credentials or an unverifiable broker.
+        SaslAuthenticationFailedError: wrong credentials, a refused or unobtainable token, or an
+            unverifiable broker.
         KafkaError: ``UNSUPPORTED_SASL_MECHANISM`` or ``ILLEGAL_SASL_STATE`` from the broker.
         UnsupportedBrokerError: the broker lacks SaslHandshake v1 or SaslAuthenticate.
-        KafkaConnectionError / KafkaTimeoutError: from ``send``.
+        KafkaConnectionError / KafkaTimeoutError: from ``send`` (or an unreachable token
+            endpoint).
     """
     handshake_range = broker_ranges.get(SASL_HANDSHAKE_API_KEY)
     if handshake_range is None or _HANDSHAKE_VERSION not in handshake_range:
@@ -282,6 +319,7 @@ async def authenticate(
         )
     version = _authenticate_version(broker_ranges.get(SASL_AUTHENTICATE_API_KEY), address)
     mechanism = credentials.mechanism
+    client, secret, principal = await _mechanism_client(credentials)
     handshake = await send(SaslHandshakeRequest(mechanism=mechanism))
     if not isinstance(handshake, SaslHandshakeResponse):  # pragma: no cover - framing decodes
         raise ProtocolError(f"{address} answered SaslHandshake with {type(handshake).__name__}")
@@ -291,8 +329,6 @@ async def authenticate(
             int(handshake.error_code),
             f"{address} refused SASL mechanism {mechanism} (it enables: {offered})",
         )
-    client = mechanism_client(credentials)
-    secret = credentials.password.reveal()
     message = client.step(None)
     lifetime_ms = 0
     while message is not None:
@@ -304,22 +340,49 @@ async def authenticate(
             raise ProtocolError(f"{address} answered SaslAuthenticate with {type(response)}")
         if response.error_code != ErrorCode.none:
             detail = _scrub(response.error_message or "", secret) or "no reason given"
+            challenge = getattr(client, "error_challenge", None)
+            if challenge:
+                detail += f" (token status: {_scrub(challenge, secret)})"
             raise error_for_code(
                 int(response.error_code),
-                f"{address} refused {mechanism} authentication of {credentials.username!r}: "
+                f"{address} refused {mechanism} authentication of {principal!r}: "
                 f"{detail.rstrip('.')}",
             )
         lifetime_ms = _session_lifetime_ms(response)
         message = client.step(response.auth_bytes)
     _log.debug(
-        "authenticated to %s as %r with %s (SaslAuthenticate v%d, session lifetime %s)",
+        "%s to %s as %r with %s (SaslAuthenticate v%d, session lifetime %s)",
+        "re-authenticated" if reauthenticating else "authenticated",
         address,
-        credentials.username,
+        principal,
         mechanism,
         version,
         f"{lifetime_ms} ms" if lifetime_ms else "unlimited",
     )
     return SaslSession(mechanism=mechanism, session_lifetime_ms=lifetime_ms)
+
+
+async def _mechanism_client(credentials: SaslLogin) -> tuple[SaslMechanismClient, str, str]:
+    """A fresh mechanism client, the secret its errors must not show, and the principal."""
+    if isinstance(credentials, OAuthBearerLogin):
+        token = await credentials.token()
+        client = OAuthBearerClient(token.value, token.principal, token.extensions)
+        return client, token.value.reveal(), token.principal
+    return mechanism_client(credentials), credentials.password.reveal(), credentials.username
+
+
+def reauthentication_delay_ms(
+    session_lifetime_ms: int, *, jitter: Callable[[], float] = random.random
+) -> int | None:
+    """When to re-authenticate, in ms after an authentication whose ``SessionLifetimeMs`` is
+    ``session_lifetime_ms``: at a random point between 85 % and 95 % of it (Java's window), but
+    not within a second of the last one (a broker refuses that). None: the session never
+    expires (the broker has no ``connections.max.reauth.ms`` and the token no lifetime cap)."""
+    if session_lifetime_ms <= 0:
+        return None
+    low, high = _REAUTH_WINDOW
+    fraction = low + (high - low) * jitter()
+    return max(_MIN_REAUTH_INTERVAL_MS, int(session_lifetime_ms * fraction))
 
 
 def _authenticate_version(offered: VersionRange | None, address: str) -> int:

@@ -267,11 +267,10 @@ def test_security_keys_are_typed() -> None:
     assert security.enable_ssl_certificate_verification is False
 
 
-@pytest.mark.parametrize("mechanism", ["GSSAPI", "OAUTHBEARER"])
-def test_unimplemented_sasl_mechanisms_are_refused(mechanism: str) -> None:
-    message = refused({"sasl.mechanism": mechanism})
-    assert repr(mechanism) in message
-    assert "'PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'" in message
+def test_unimplemented_sasl_mechanisms_are_refused() -> None:
+    message = refused({"sasl.mechanism": "GSSAPI"})
+    assert "'GSSAPI'" in message
+    assert "'PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER'" in message
 
 
 @pytest.mark.parametrize("missing", ["sasl.mechanism", "sasl.username", "sasl.password"])
@@ -434,7 +433,7 @@ def test_classic_only_keys_are_refused_with_replacement(key: str, replacement: s
         ("auto.commit.enable", "'enable.auto.commit'"),
         ("coordinator.query.interval.ms", "coordinator"),
         ("max.poll.records", "share consumers"),
-        ("sasl.kerberos.keytab", "PLAIN/SCRAM"),
+        ("sasl.kerberos.keytab", "OAUTHBEARER"),
         ("socket.blocking.max.ms", "deprecated"),
         ("log_cb", "cannot be set from Python"),
     ],

@@ -60,7 +60,7 @@ def _expected(spec: KeySpec, value: object) -> object:
 
 def _field_value(config: ConsumerConfig, key: str) -> object:
     attribute = key.replace(".", "_")
-    if key.startswith(("ssl.", "sasl.", "enable.ssl")):
+    if key.startswith(("ssl.", "sasl.", "enable.ssl", "enable.sasl", "https.", "oauth_cb")):
         value = getattr(config.security, attribute)
         return value.reveal() if isinstance(value, Secret) else value
     return getattr(config, attribute)
