@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -106,6 +107,45 @@ class OffsetBook:
         (:func:`~consumer._bridge.last_poll.monotonic_ms` time); a synchronous commit returns
         before that report runs out.
         """
+        outcome: list[ReportCommitResult] = []
+        on_commit = self._config.on_commit
+
+        def on_result(chosen: dict[TopicPartition, int], result: ReportCommitResult) -> None:
+            outcome.append(result)
+            if asynchronous and on_commit is not None:
+                on_commit(*commit_outcome(chosen, result))
+
+        if asynchronous:
+            self.request_commit(server, message, offsets, None, member_started, on_result)
+            return None
+        # A synchronous commit is retried only while the caller waits for it: once it gave up
+        # (and perhaps consumed on), a late retry must not overwrite newer offsets.
+        timeout_ms = sync_commit_timeout_ms(
+            self._config.max_poll_interval_ms, last_poll_report_ms, monotonic_ms()
+        )
+        token, chosen = self.request_commit(
+            server, message, offsets, timeout_ms, member_started, on_result
+        )
+        timeout_s = timeout_ms / 1000
+        if not server.take_commit_result(token, timeout_s + COMMIT_REPORT_GRACE_S):
+            server.commit_waiters.pop(token, None)
+            raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
+        error, partitions = commit_outcome(chosen, outcome[0])
+        if error is not None:
+            raise ConsumerKafkaException(error)
+        return partitions
+
+    def request_commit(
+        self,
+        server: AppThreadServer,
+        message: Message | None,
+        offsets: list[KafkaTopicPartition] | None,
+        timeout_ms: int | None,
+        member_started: bool,
+        on_result: Callable[[dict[TopicPartition, int], ReportCommitResult], None],
+    ) -> tuple[int, dict[TopicPartition, int]]:
+        """Check and send one commit (retried for ``timeout_ms``; ``None``: as an async one);
+        ``on_result(offsets, result)`` runs when it is served. Returns its token and offsets."""
         everything = message is None and offsets is None
         consumed = self.consumed(server.owned) if everything else {}
         chosen = offsets_named(message, offsets, consumed)
@@ -115,33 +155,9 @@ class OffsetBook:
             )
         refuse_foreign(chosen, server.owned)
         token = next(self._tokens)
-        outcome: list[ReportCommitResult] = []
-        on_commit = self._config.on_commit
-
-        def on_result(result: ReportCommitResult) -> None:
-            outcome.append(result)
-            if asynchronous and on_commit is not None:
-                error, partitions = commit_outcome(chosen, result)
-                on_commit(error, partitions)
-
-        server.commit_waiters[token] = CommitWaiter(chosen, on_result)
-        if asynchronous:
-            self._to_background.put(CommitRequested(token, dict(chosen)))
-            return None
-        # A synchronous commit is retried only while the caller waits for it: once it gave up
-        # (and perhaps consumed on), a late retry must not overwrite newer offsets.
-        timeout_ms = sync_commit_timeout_ms(
-            self._config.max_poll_interval_ms, last_poll_report_ms, monotonic_ms()
-        )
+        server.commit_waiters[token] = CommitWaiter(chosen, functools.partial(on_result, chosen))
         self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
-        timeout_s = timeout_ms / 1000
-        if not server.take_commit_result(token, timeout_s + COMMIT_REPORT_GRACE_S):
-            server.commit_waiters.pop(token, None)
-            raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
-        error, partitions = commit_outcome(chosen, outcome[0])
-        if error is not None:
-            raise ConsumerKafkaException(error)
-        return partitions
+        return token, chosen
 
     def committed(
         self,
