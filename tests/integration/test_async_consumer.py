@@ -130,9 +130,10 @@ async def test_cancelled_polls_lose_no_record(
 ) -> None:
     topic, group = create_topic(partitions=2), unique_name("group")
     producer = make_producer(kafka_bootstrap)
-    assign_may_finish = asyncio.Event()
+    assign_started, assign_may_finish = asyncio.Event(), asyncio.Event()
 
     async def on_assign(_consumer: AsyncConsumer, _partitions: list[TopicPartition]) -> None:
+        assign_started.set()
         await assign_may_finish.wait()
 
     async with AsyncConsumer(config(kafka_bootstrap, group)) as consumer:
@@ -140,10 +141,7 @@ async def test_cancelled_polls_lose_no_record(
         # A poll cancelled while the async on_assign is parked: the callback goes on, and the
         # next poll completes the rebalance.
         task = asyncio.create_task(consumer.poll(30))
-        deadline = time.monotonic() + 30
-        while not consumer._parts.server.in_callback:  # the on_assign task has started
-            assert time.monotonic() < deadline, "on_assign was never called"
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(assign_started.wait(), 30)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
