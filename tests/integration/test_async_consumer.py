@@ -148,14 +148,22 @@ async def test_cancelled_polls_lose_no_record(
         assign_may_finish.set()
         assert await consumer.poll(0.5) is None
         assert len(consumer.assignment()) == 2
-        # Records flow while polls are cancelled at random points; none is lost or repeated.
-        produce_numbered(producer, topic, 0, 400, 2)
+
+        # Records trickle in (40 batches of 10) while polls are cancelled at random points,
+        # most of them while waiting for a record; none is lost or repeated.
+        def produce_slowly() -> None:
+            for start in range(0, 400, 10):
+                produce_numbered(producer, topic, start, 10, 2)
+                time.sleep(0.01)  # pacing the producer, not synchronisation
+
+        producing = threading.Thread(target=produce_slowly, name="producer")
+        producing.start()
         rng = random.Random(848)
         records: list[Record] = []
         cancelled = 0
         while len(records) < 400:
             task = asyncio.create_task(consumer.poll(5))
-            await asyncio.sleep(rng.choice((0, 0, 0.0005, 0.002)))
+            await asyncio.sleep(rng.choice((0, 0.0005, 0.002, 0.005)))
             if task.cancel():
                 try:
                     message = await task
@@ -166,7 +174,8 @@ async def test_cancelled_polls_lose_no_record(
                 message = task.result()
             if message is not None:
                 records.append(record_of(message))
-        assert cancelled > 0
+        await asyncio.to_thread(producing.join, 30)
+        assert cancelled >= 20, f"only {cancelled} polls were cancelled"
         assert sorted(value for _p, _o, value in records) == list(range(400))
         assert consumer.state == "STABLE"
 
