@@ -68,6 +68,7 @@ class AsyncConsumer:
         self._parts.to_application.add_listener(self._wakeup.notify_threadsafe)
         self._callbacks = CallbackRunner(self._parts.server)
         self._closing = False
+        self._close_lock = asyncio.Lock()
 
     # --- the member ---------------------------------------------------------------------------
 
@@ -314,15 +315,16 @@ class AsyncConsumer:
     async def close(self) -> None:
         """Stop ``poll()`` / ``consume()`` / ``async for`` (they return None, [], or end),
         commit (with auto-commit), run ``on_revoke``, leave the group and stop the member."""
-        if self._parts.closed:
-            return
         refuse_in_callback("close")
         self._wakeup.bind()
-        self._closing = True
-        self._wakeup.notify()
-        await self._leave_group()
-        # The member has left: what remains (stopping its thread, closing librdkafka) is quick.
-        self._consumer.close()
+        async with self._close_lock:  # a second close() waits for the first
+            if self._parts.closed:
+                return
+            self._closing = True
+            self._wakeup.notify()
+            await self._leave_group()
+            # The member has left: what remains (ending its thread, closing librdkafka) is quick.
+            self._consumer.close()
 
     async def _leave_group(self) -> None:
         """The asynchronous half of ``Consumer.close()``: serve the loop's events, await the

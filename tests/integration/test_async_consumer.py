@@ -149,34 +149,32 @@ async def test_cancelled_polls_lose_no_record(
         assert await consumer.poll(0.5) is None
         assert len(consumer.assignment()) == 2
 
-        # Records trickle in (40 batches of 10) while polls are cancelled at random points,
-        # most of them while waiting for a record; none is lost or repeated.
-        def produce_slowly() -> None:
-            for start in range(0, 400, 10):
-                produce_numbered(producer, topic, start, 10, 2)
-                time.sleep(0.01)  # pacing the producer, not synchronisation
-
-        producing = threading.Thread(target=produce_slowly, name="producer")
-        producing.start()
+        # One record at a time is produced; polls are started and cancelled at random moments
+        # until one returns it, so most cancellations hit a poll waiting for that record.
         rng = random.Random(848)
         records: list[Record] = []
         cancelled = 0
-        while len(records) < 400:
-            task = asyncio.create_task(consumer.poll(5))
-            await asyncio.sleep(rng.choice((0, 0.0005, 0.002, 0.005)))
-            if task.cancel():
-                try:
-                    message = await task
-                except asyncio.CancelledError:
-                    cancelled += 1
-                    continue
-            else:
-                message = task.result()
-            if message is not None:
-                records.append(record_of(message))
-        await asyncio.to_thread(producing.join, 30)
-        assert cancelled >= 20, f"only {cancelled} polls were cancelled"
-        assert sorted(value for _p, _o, value in records) == list(range(400))
+        deadline = time.monotonic() + 60
+        for value in range(200):
+            producer.produce(topic, str(value).encode(), partition=value % 2)
+            assert producer.flush(10) == 0
+            while len(records) <= value:
+                assert time.monotonic() < deadline, f"{len(records)} records, {cancelled} cancels"
+                task = asyncio.create_task(consumer.poll(5))
+                await asyncio.sleep(rng.choice((0, 0.0005, 0.001, 0.002, 0.005, 0.02)))
+                if task.cancel():
+                    try:
+                        message = await task
+                    except asyncio.CancelledError:
+                        cancelled += 1
+                        continue
+                else:
+                    message = task.result()
+                if message is not None:
+                    records.append(record_of(message))
+        assert [value for _p, _o, value in records] == list(range(200))
+        assert cancelled >= 50, f"only {cancelled} polls were cancelled"
+        assert await consumer.poll(0.2) is None  # nothing more: no record came twice
         assert consumer.state == "STABLE"
 
 
