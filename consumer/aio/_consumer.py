@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -36,6 +37,8 @@ from consumer.errors import KafkaConnectionError
 from consumer.member import CloseRequested, ReportCommitResult, TopicPartition
 
 __all__ = ["AsyncConsumer"]
+
+T = TypeVar("T")
 
 #: First wait after an empty look at librdkafka; doubled up to the Consumer's poll slice.
 _FIRST_WAIT_S = 0.001
@@ -136,8 +139,7 @@ class AsyncConsumer:
             message = self._consumer.poll(0)
             if message is not None:
                 return message
-        result: Message | None = await self._wait_for(lambda: self._consumer.poll(0), timeout)
-        return result
+        return await self._wait_for(lambda: self._consumer.poll(0), timeout)
 
     async def consume(
         self,
@@ -147,7 +149,7 @@ class AsyncConsumer:
         """Run due rebalance callbacks, then return up to ``num_messages`` records ([] on
         timeout or ``close()``)."""
         refuse_in_callback("consume")
-        messages: list[Message] | None = await self._wait_for(
+        messages = await self._wait_for(
             lambda: self._consumer.consume(num_messages, 0) or None, timeout
         )
         return messages or []
@@ -162,7 +164,7 @@ class AsyncConsumer:
             raise StopAsyncIteration
         return message
 
-    async def _wait_for(self, take: Any, timeout_s: float | None) -> Any:
+    async def _wait_for(self, take: Callable[[], T | None], timeout_s: float | None) -> T | None:
         """Call ``take()`` (a non-blocking poll) until it returns something, the deadline
         passes or ``close()`` starts; in between, run parked callbacks and wait on the loop."""
         self._check_open()
