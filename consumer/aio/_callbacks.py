@@ -39,13 +39,14 @@ def refuse_in_callback(method: str) -> None:
 
 
 def bind_callback(
-    owner: object, callback: UserCallback | None
+    owner: object, name: str, callback: UserCallback | None
 ) -> Callable[[Any, list[KafkaTopicPartition]], Any] | None:
-    """The callback the server calls: the user's, given ``owner`` (the AsyncConsumer)."""
+    """The callback the server calls: the user's ``name`` callback, given ``owner`` (the
+    AsyncConsumer) instead of the wrapped ``Consumer``."""
     if callback is None:
         return None
     if not callable(callback):
-        raise TypeError(f"a rebalance callback must be callable, got {callback!r}")
+        raise TypeError(f"{name} must be callable, got {callback!r}")
 
     def call(_consumer: object, partitions: list[KafkaTopicPartition]) -> object:
         return callback(owner, partitions)

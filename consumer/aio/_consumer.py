@@ -114,9 +114,9 @@ class AsyncConsumer:
         refuse_in_callback("subscribe")
         self._consumer.subscribe(
             topics,
-            on_assign=bind_callback(self, on_assign),
-            on_revoke=bind_callback(self, on_revoke),
-            on_lost=bind_callback(self, on_lost),
+            on_assign=bind_callback(self, "on_assign", on_assign),
+            on_revoke=bind_callback(self, "on_revoke", on_revoke),
+            on_lost=bind_callback(self, "on_lost", on_lost),
         )
 
     def unsubscribe(self) -> None:

@@ -127,13 +127,13 @@ async def test_calls_that_would_wait_for_the_callback_are_refused_inside_it() ->
 def test_bound_callbacks_receive_the_async_consumer() -> None:
     seen: list[Any] = []
     owner = object()
-    bound = bind_callback(owner, lambda consumer, partitions: seen.append((consumer, partitions)))
+    bound = bind_callback(owner, "on_assign", lambda c, parts: seen.append((c, parts)))
     assert bound is not None
     bound("the sync consumer", [1])
     assert seen == [(owner, [1])]
-    assert bind_callback(owner, None) is None
-    with pytest.raises(TypeError, match="must be callable"):
-        bind_callback(owner, 42)  # type: ignore[arg-type]
+    assert bind_callback(owner, "on_revoke", None) is None
+    with pytest.raises(TypeError, match="on_lost must be callable, got 42"):
+        bind_callback(owner, "on_lost", 42)  # type: ignore[arg-type]
 
 
 def test_the_sync_consumer_refuses_async_callbacks_naming_them() -> None:
