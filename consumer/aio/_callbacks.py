@@ -20,7 +20,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from consumer._client.app_thread import AppThreadServer, ParkedCallback
 from consumer._client.errors import CallbackMisuseError
 
-__all__ = ["CallbackRunner", "bind_callback", "refuse_in_callback"]
+__all__ = ["CallbackRunner", "bind_callback", "in_callback", "refuse_in_callback"]
 
 #: ``callback(consumer, partitions)``: returns None, or an awaitable (an ``async def``).
 UserCallback = Callable[[Any, list[KafkaTopicPartition]], object]
@@ -29,6 +29,10 @@ UserCallback = Callable[[Any, list[KafkaTopicPartition]], object]
 _IN_CALLBACK: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "consumer_aio_in_rebalance_callback", default=False
 )
+
+
+#: True inside an ``async def`` rebalance callback (a bound ``ContextVar.get``: cheap).
+in_callback = _IN_CALLBACK.get
 
 
 def refuse_in_callback(method: str) -> None:

@@ -30,7 +30,13 @@ from consumer._client.errors import (
     kafka_exception,
 )
 from consumer._client.offsets import COMMITTED_DEFAULT_TIMEOUT_S
-from consumer.aio._callbacks import CallbackRunner, UserCallback, bind_callback, refuse_in_callback
+from consumer.aio._callbacks import (
+    CallbackRunner,
+    UserCallback,
+    bind_callback,
+    in_callback,
+    refuse_in_callback,
+)
 from consumer.aio._parts import ConsumerParts
 from consumer.aio._wakeup import LoopWakeup
 from consumer.errors import KafkaConnectionError
@@ -69,7 +75,9 @@ class AsyncConsumer:
         self._parts = ConsumerParts.of(self._consumer)
         self._wakeup = LoopWakeup()
         self._parts.to_application.add_listener(self._wakeup.notify_threadsafe)
-        self._callbacks = CallbackRunner(self._parts.server)
+        self._server = self._parts.server
+        self._sync_poll = self._consumer.poll
+        self._callbacks = CallbackRunner(self._server)
         self._closing = False
         self._close_lock = asyncio.Lock()
 
@@ -134,12 +142,13 @@ class AsyncConsumer:
 
         ``timeout`` in seconds; None or negative: wait until a record comes or ``close()``.
         """
-        refuse_in_callback("poll")
-        if self._parts.server.parked is None and not self._closing:
-            message = self._consumer.poll(0)
+        # The common case first: a record librdkafka already has (one call of Consumer.poll).
+        if self._server.parked is None and not self._closing and not in_callback():
+            message = self._sync_poll(0)
             if message is not None:
                 return message
-        return await self._wait_for(lambda: self._consumer.poll(0), timeout)
+        refuse_in_callback("poll")
+        return await self._wait_for(lambda: self._sync_poll(0), timeout)
 
     async def consume(
         self,
