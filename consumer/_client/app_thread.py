@@ -10,10 +10,12 @@ reports each completion back, and turns reported errors into exceptions.
 from __future__ import annotations
 
 import collections
+import functools
+import inspect
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +53,8 @@ from consumer.member import (
 )
 
 RebalanceCallback = Callable[[Any, list[KafkaTopicPartition]], None]
+#: Completes a rebalance callback's event once the callback has run (its error text, if any).
+CallbackFinish = Callable[[str | None], None]
 CommitCallback = Callable[[KafkaError | None, list[KafkaTopicPartition]], None]
 
 _log = logging.getLogger("consumer")
@@ -95,6 +99,15 @@ class CommitWaiter:
     done: threading.Event = field(default_factory=threading.Event)
 
 
+@dataclass(frozen=True)
+class ParkedCallback:
+    """A rebalance callback that returned an awaitable (an ``async def`` callback of
+    ``consumer.aio``): serving stops until :meth:`AppThreadServer.finish_parked` is called."""
+
+    awaitable: Awaitable[object]
+    finish: CallbackFinish
+
+
 @dataclass
 class AppThreadServer:
     """Executes background events on the application thread (see the module docstring)."""
@@ -127,6 +140,8 @@ class AppThreadServer:
     #: Positions of partitions whose fetching stopped before their ``on_revoke`` (dropped after
     #: it): ``position()`` inside ``on_revoke`` still answers, as in confluent-kafka and Java.
     stopped_positions: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: The callback whose awaitable ``consumer.aio`` is running (``in_callback`` stays on).
+    parked: ParkedCallback | None = None
 
     def positions(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """``position()``: the data plane's positions, else those kept for a pending revoke."""
@@ -163,7 +178,7 @@ class AppThreadServer:
             return
         if not self.in_callback:
             with self._serving:
-                while True:
+                while self.parked is None:
                     deferred = self._deferred
                     event = deferred.popleft() if deferred else self.to_application.pop()
                     if event is None:
@@ -217,6 +232,38 @@ class AppThreadServer:
                 self.to_application.wait(step_s)
         return True
 
+    def take_commit_results(self) -> None:
+        """Deliver the commit results queued so far and set other events aside for
+        :meth:`serve`; never blocks (``consumer.aio`` awaits its commits with this)."""
+        if not self._serving.acquire(blocking=False):
+            return  # another thread serves: it delivers the results
+        try:
+            while (event := self.to_application.pop()) is not None:
+                if isinstance(event, ReportCommitResult):
+                    self._deliver_commit_result(event)
+                elif isinstance(event, RuntimeFailed):
+                    self._fail(event.error)
+                else:
+                    self._deferred.append(event)
+        finally:
+            self._serving.release()
+        if self.fatal_error is not None:
+            raise self.fatal_error
+
+    def finish_parked(self, error: BaseException | None) -> None:
+        """The parked callback's awaitable has finished (``error``: what it raised, which the
+        next ``poll()`` raises if it is an ``Exception``, as for a synchronous callback)."""
+        parked, self.parked = self.parked, None
+        if parked is None:
+            raise RuntimeError("finish_parked(): no rebalance callback is parked")
+        self.in_callback = False
+        message = None
+        if error is not None:
+            if isinstance(error, Exception):
+                self._pending_errors.append(error)
+            message = f"{type(error).__name__}: {error}"
+        parked.finish(message)
+
     # --- one event ----------------------------------------------------------------------------
 
     def _execute(self, event: ToAppEvent) -> None:  # noqa: C901 - one arm per event type
@@ -228,24 +275,20 @@ class AppThreadServer:
             case ApplyAssignment():
                 self._apply(event)
             case InvokeOnRevoke(request_id=request_id, partitions=partitions):
-                error = self._run_callback(self.callbacks.on_revoke, partitions)
-                self._forget_stopped(partitions)
-                self.owned.difference_update(partitions)
-                self._tell_rebalance("revoked", partitions)
-                self.to_background.put(RevocationCompleted(request_id, error))
+                finish = functools.partial(self._revoked, request_id, partitions)
+                self._invoke(self.callbacks.on_revoke, partitions, finish)
             case InvokeOnAssign(request_id=request_id, partitions=partitions):
                 # As confluent-kafka: on_assign runs before the data plane gets the partitions,
                 # and start offsets it passes to incremental_assign()/assign() are honoured.
                 overrides: dict[tuple[str, int], int] = {}
                 self._tell_rebalance("assigned", partitions)
                 self.assign_overrides = overrides
+                finish = functools.partial(self._assigned, request_id, overrides)
                 try:
-                    error = self._run_callback(self.callbacks.on_assign, partitions)
-                finally:
+                    self._invoke(self.callbacks.on_assign, partitions, finish)
+                except BaseException:
                     self.assign_overrides = None
-                starts = self._finish_apply(overrides)
-                self.to_background.put(CallbackCompleted(request_id, error))
-                self._start_fetching(starts)
+                    raise
             case InvokeOnLost(request_id=request_id, partitions=partitions):
                 # As confluent-kafka: without on_lost, lost partitions go to on_revoke.
                 callback = self.callbacks.on_lost or self.callbacks.on_revoke
@@ -254,31 +297,56 @@ class AppThreadServer:
                 # be refused by the broker, so commit() refuses it first.
                 self.owned.difference_update(partitions)
                 self._forget_stopped(partitions)
-                error = self._run_callback(callback, partitions)
-                self._tell_rebalance("lost", partitions)
-                self.to_background.put(CallbackCompleted(request_id, error))
+                finish = functools.partial(self._lost, request_id, partitions)
+                self._invoke(callback, partitions, finish)
             case ReportError():
                 self._report(event)
-            case ReportCommitResult(token=token):
-                waiter = self.commit_waiters.pop(token, None)
-                if waiter is not None:
-                    waiter.on_result(event)
-                    waiter.done.set()
+            case ReportCommitResult():
+                self._deliver_commit_result(event)
             case StateChanged(previous=previous, current=current):
                 if self.callbacks.on_state_change is not None:
                     self._guarded(self.callbacks.on_state_change, previous.name, current.name)
             case StateTransition():
                 self._tell(event)
             case RuntimeFailed(error=error):
-                self.fatal_error = kafka_exception(
-                    KafkaError._FATAL,
-                    f"the consumer's background loop died: {error!r}",
-                    fatal=True,
-                )
+                self._fail(error)
             case ShutDown():
                 self.shut_down = True
             case _:
                 raise AssertionError(f"unexpected background event {event!r}")
+
+    def _revoked(
+        self, request_id: int, partitions: tuple[TopicPartition, ...], error: str | None
+    ) -> None:
+        self._forget_stopped(partitions)
+        self.owned.difference_update(partitions)
+        self._tell_rebalance("revoked", partitions)
+        self.to_background.put(RevocationCompleted(request_id, error))
+
+    def _assigned(
+        self, request_id: int, overrides: dict[tuple[str, int], int], error: str | None
+    ) -> None:
+        self.assign_overrides = None
+        starts = self._finish_apply(overrides)
+        self.to_background.put(CallbackCompleted(request_id, error))
+        self._start_fetching(starts)
+
+    def _lost(
+        self, request_id: int, partitions: tuple[TopicPartition, ...], error: str | None
+    ) -> None:
+        self._tell_rebalance("lost", partitions)
+        self.to_background.put(CallbackCompleted(request_id, error))
+
+    def _deliver_commit_result(self, result: ReportCommitResult) -> None:
+        waiter = self.commit_waiters.pop(result.token, None)
+        if waiter is not None:
+            waiter.on_result(result)
+            waiter.done.set()
+
+    def _fail(self, error: BaseException) -> None:
+        self.fatal_error = kafka_exception(
+            KafkaError._FATAL, f"the consumer's background loop died: {error!r}", fatal=True
+        )
 
     def _stop_fetching(self, request_id: int, partitions: Iterable[TopicPartition]) -> None:
         partitions = tuple(partitions)
@@ -351,21 +419,34 @@ class AppThreadServer:
         # "error": let librdkafka look for a stored offset and raise its reset error.
         return OFFSET_STORED
 
-    def _run_callback(
-        self, callback: RebalanceCallback | None, partitions: Iterable[TopicPartition]
-    ) -> str | None:
+    def _invoke(
+        self,
+        callback: RebalanceCallback | None,
+        partitions: Iterable[TopicPartition],
+        finish: CallbackFinish,
+    ) -> None:
+        """Run ``callback``, then ``finish`` with its error; park it if it returns an
+        awaitable (``consumer.aio``), which then calls :meth:`finish_parked`."""
         if callback is None:
-            return None
+            finish(None)
+            return
         kafka_partitions = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
         self.in_callback = True
         try:
-            callback(self.consumer, kafka_partitions)
+            result: object = callback(self.consumer, kafka_partitions)
         except Exception as exc:  # noqa: BLE001 - re-raised from poll(), as in Java
-            self._pending_errors.append(exc)
-            return f"{type(exc).__name__}: {exc}"
-        finally:
             self.in_callback = False
-        return None
+            self._pending_errors.append(exc)
+            finish(f"{type(exc).__name__}: {exc}")
+            return
+        except BaseException:
+            self.in_callback = False
+            raise
+        if inspect.isawaitable(result):
+            self.parked = ParkedCallback(result, finish)
+            return
+        self.in_callback = False
+        finish(None)
 
     def _tell_rebalance(self, kind: RebalanceKind, partitions: Iterable[TopicPartition]) -> None:
         """Tell the member listeners (if any) about a rebalance callback moment."""

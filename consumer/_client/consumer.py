@@ -178,7 +178,8 @@ class Consumer:
         self._server.serve()
         self._signal_poll()
         remaining = deadline - time.monotonic()
-        if self._dataplane.has_assignment:
+        # No record while an async callback of consumer.aio is parked: it runs first.
+        if self._dataplane.has_assignment and self._server.parked is None:
             return remaining, max(0.0, min(remaining, self._slice_s()))
         if remaining > 0:
             self._to_application.wait(min(remaining, self._slice_s()))

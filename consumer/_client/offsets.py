@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Collection, Iterable, Mapping
 
@@ -135,32 +136,25 @@ class OffsetBook:
         (:func:`~consumer._bridge.last_poll.monotonic_ms` time); a synchronous commit returns
         before that report runs out.
         """
-        everything = message is None and offsets is None
-        consumed = self.consumed(server.assigned()) if everything else {}
-        chosen = offsets_named(message, offsets, consumed)
-        if server.subscribed:
-            refuse_foreign(chosen, server.assigned())
-        start_runtime()
-        token = next(self._tokens)
         outcome: list[ReportCommitResult] = []
         on_commit = self._config.on_commit
 
-        def on_result(result: ReportCommitResult) -> None:
+        def on_result(chosen: dict[TopicPartition, int], result: ReportCommitResult) -> None:
             outcome.append(result)
             if asynchronous and on_commit is not None:
-                error, partitions = commit_outcome(chosen, result)
-                on_commit(error, partitions)
+                on_commit(*commit_outcome(chosen, result))
 
-        server.commit_waiters[token] = CommitWaiter(chosen, on_result)
         if asynchronous:
-            self._to_background.put(CommitRequested(token, dict(chosen)))
+            self.request_commit(server, message, offsets, None, start_runtime, on_result)
             return None
         # A synchronous commit is retried only while the caller waits for it: once it gave up
         # (and perhaps consumed on), a late retry must not overwrite newer offsets.
         timeout_ms = sync_commit_timeout_ms(
             self._config.max_poll_interval_ms, last_poll_report_ms, monotonic_ms()
         )
-        self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
+        token, chosen = self.request_commit(
+            server, message, offsets, timeout_ms, start_runtime, on_result
+        )
         timeout_s = timeout_ms / 1000
         if not server.take_commit_result(token, timeout_s + COMMIT_REPORT_GRACE_S):
             server.commit_waiters.pop(token, None)
@@ -169,6 +163,29 @@ class OffsetBook:
         if error is not None:
             raise ConsumerKafkaException(error)
         return partitions
+
+    def request_commit(
+        self,
+        server: AppThreadServer,
+        message: Message | None,
+        offsets: list[KafkaTopicPartition] | None,
+        timeout_ms: int | None,
+        start_runtime: Callable[[], object],
+        on_result: Callable[[dict[TopicPartition, int], ReportCommitResult], None],
+    ) -> tuple[int, dict[TopicPartition, int]]:
+        """Check and send one commit (retried for ``timeout_ms``; ``None``: as an async one);
+        ``on_result(offsets, result)`` runs when it is served. Returns its token and offsets.
+        ``start_runtime`` starts the background runtime if needed (see :meth:`commit`)."""
+        everything = message is None and offsets is None
+        consumed = self.consumed(server.assigned()) if everything else {}
+        chosen = offsets_named(message, offsets, consumed)
+        if server.subscribed:
+            refuse_foreign(chosen, server.assigned())
+        start_runtime()
+        token = next(self._tokens)
+        server.commit_waiters[token] = CommitWaiter(chosen, functools.partial(on_result, chosen))
+        self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
+        return token, chosen
 
     def committed(
         self,

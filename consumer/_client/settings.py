@@ -7,6 +7,7 @@ parsed configuration. No I/O, so each rule is unit-testable on its own.
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -51,6 +52,8 @@ def check_callbacks(**callbacks: object) -> None:
     for name, callback in callbacks.items():
         if callback is not None and not callable(callback):
             raise TypeError(f"{name} must be callable, got {callback!r}")
+        if inspect.iscoroutinefunction(callback):
+            raise TypeError(f"{name} is an async function: use consumer.aio.AsyncConsumer")
 
 
 def member_config(cfg: ConsumerConfig) -> MemberConfig:

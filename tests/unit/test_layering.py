@@ -14,6 +14,8 @@ relative or absolute) is checked against :data:`RULES`. The layers, from the ins
 * ``consumer._client``: the application-facing ``Consumer``; reaches the runtime only through
   the ``consumer._runtime`` package itself (its one constructor), everything else through
   ``consumer._bridge``; never the wire.
+* ``consumer.aio``: the asyncio surface; drives a ``Consumer``'s client and bridge parts, never
+  the runtime or the wire.
 * ``consumer.spark``: built on the public ``Consumer``; of the internals it may use only the
   librdkafka factory.
 * ``consumer._group_admin`` (``kgm group``): reads groups through the runtime's cluster client
@@ -49,6 +51,7 @@ KNOWN_LAYERS = frozenset(
         "consumer._share_runtime",
         "consumer._version",
         "consumer._wire",
+        "consumer.aio",
         "consumer.cli",
         "consumer.config",
         "consumer.demo",
@@ -80,6 +83,7 @@ def _rule(layer: str, *forbidden: str, allowed: tuple[str, ...] = ()) -> Rule:
 _OUTER = (
     "consumer",
     "consumer._group_admin",
+    "consumer.aio",
     "consumer.cli",
     "consumer.demo",
     "consumer.share_consumer",
@@ -141,6 +145,19 @@ RULES: tuple[Rule, ...] = (
         "consumer._runtime",
         "consumer._wire",
         allowed=(RUNTIME_ENTRY,),
+    ),
+    # The asyncio surface drives a Consumer's parts (client, bridge); never the runtime or wire.
+    _rule(
+        "consumer.aio",
+        "consumer.cli",
+        "consumer.demo",
+        "consumer.share_consumer",
+        "consumer.spark",
+        "consumer.testing",
+        "consumer._group_admin",
+        "consumer._runtime",
+        "consumer._share_runtime",
+        "consumer._wire",
     ),
     _rule(
         "consumer.spark",
