@@ -69,6 +69,10 @@ def run_one(name: str, brokers: BrokerSet, args: argparse.Namespace) -> dict[str
         return convergence.run(profiles, size)
     if name == "ack_latency":
         return ack_latency.run(brokers.fast(), size, repeat)
+    if name == "delivery_latency":
+        from benchmarks import delivery_latency
+
+        return delivery_latency.run(brokers.fast(), size, repeat)
     if name == "member_cost":
         targets = [("hb-500ms", brokers.fast(), 500)]
         if size == "full":

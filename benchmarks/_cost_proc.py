@@ -24,10 +24,10 @@ from consumer import Consumer as OurConsumer
 def main(spec: dict[str, Any]) -> dict[str, Any]:
     """Build, settle, measure; returns the measurement."""
     members = int(spec["members"])
-    if spec.get("slice_s") is not None:  # what-if experiments only (benchmarks.whatif)
-        import consumer._client.consumer as module
+    if spec.get("quiet_max_s") is not None:  # what-if experiments only (benchmarks.whatif)
+        import consumer._client.polling as module
 
-        module._POLL_SLICE_S = float(spec["slice_s"])
+        module._QUIET_POLL_SLICE_MAX_S = float(spec["quiet_max_s"])
     group = f"bench-cost-{uuid.uuid4().hex[:8]}"
     config = {"bootstrap.servers": spec["bootstrap"], "group.id": group}
     consumers: list[Any] = []

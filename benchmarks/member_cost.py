@@ -35,7 +35,7 @@ def measure(
     members: int,
     warmup_s: float,
     window_s: float,
-    slice_s: float | None = None,
+    quiet_max_s: float | None = None,
 ) -> Any:
     """One child process with ``members`` idle members of ``impl``."""
     topic = f"bench-cost-{members}-{uuid.uuid4().hex[:8]}"
@@ -48,7 +48,7 @@ def measure(
         "topic": topic,
         "warmup_s": warmup_s,
         "window_s": window_s,
-        "slice_s": slice_s,
+        "quiet_max_s": quiet_max_s,
     }
     out = subprocess.run(
         [sys.executable, "-m", "benchmarks._cost_proc", json.dumps(spec)],

@@ -25,14 +25,25 @@ class ToBackground(Generic[T]):
         self._items: collections.deque[T] = collections.deque()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup: asyncio.Event | None = None
+        self._listeners: list[Callable[[], None]] = []
 
     def attach(self, loop: asyncio.AbstractEventLoop, wakeup: asyncio.Event) -> None:
         """Bind to the background loop; called once from inside that loop."""
         self._loop = loop
         self._wakeup = wakeup
 
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call ``listener()`` (from the putting thread) on every ``put``, before the item is
+        queued."""
+        self._listeners.append(listener)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
     def put(self, item: T) -> None:
         """Enqueue ``item`` (from any thread) and wake the background loop."""
+        for listener in self._listeners:
+            listener()
         self._items.append(item)
         loop, wakeup = self._loop, self._wakeup
         if loop is not None and wakeup is not None and not loop.is_closed():

@@ -19,6 +19,7 @@ from consumer._bridge.handle import RuntimeHandle
 from consumer._bridge.member_events import MemberListener
 from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._bridge.quiet import QuietWindow
 from consumer._client.app_thread import AppThreadServer, Callbacks, RebalanceCallback
 from consumer._client.dataplane import DataPlane
 from consumer._client.errors import (
@@ -30,10 +31,11 @@ from consumer._client.manual import ManualAssignment
 from consumer._client.offsets import OffsetBook
 from consumer._client.polling import (
     FAST_POLL_BUDGET,
+    MIN_WAIT_S,
     POLL_SLICE_S,
     PollReporter,
+    PollSlices,
     deadline_s,
-    poll_slice_s,
 )
 from consumer._client.settings import (
     check_callbacks,
@@ -56,12 +58,15 @@ class Consumer:
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         self._config: ConsumerConfig = parse_config({**(config or {}), **kwargs})
         self._to_background: ToBackground[AppEvent] = ToBackground()
+        self._quiet = QuietWindow()
+        self._to_background.add_listener(self._quiet.end)
         self._to_application: ToApplication[ToAppEvent] = ToApplication()
         self._dataplane = DataPlane(dict(self._config.data_plane))
         self._runtime: RuntimeHandle | None = None
         self._offsets = OffsetBook(self._config, self._dataplane, self._to_background)
         self._closed = False
         self._polls = PollReporter(self._config, self._to_background)
+        self._slices = PollSlices(self._config, self._quiet)
         self._server = AppThreadServer(
             consumer=self,
             dataplane=self._dataplane,
@@ -165,7 +170,7 @@ class Consumer:
                 if message is not None:
                     self._arm_fast_poll()
                     return message
-            if remaining <= 0:
+            if remaining < MIN_WAIT_S:
                 return None
 
     def _poll_turn(self, deadline: float) -> tuple[float, float | None]:
@@ -213,7 +218,7 @@ class Consumer:
                 messages = self._dataplane.consume(num_messages, fetch_s)
                 if messages:
                     return messages
-            if remaining <= 0:
+            if remaining < MIN_WAIT_S:
                 return []
 
     # --- offsets --------------------------------------------------------------------------------
@@ -403,6 +408,7 @@ class Consumer:
             self._to_application,
             last_poll=self._polls.last_poll,
             member_events=self._server.callbacks.member_events,
+            quiet=self._quiet,
         )
         self._runtime = runtime
         runtime.start()
@@ -417,7 +423,7 @@ class Consumer:
 
     def _slice_s(self) -> float:
         runtime = self._runtime
-        return poll_slice_s(None if runtime is None else runtime.state)
+        return self._slices.slice_s(None if runtime is None else runtime.state)
 
     def _signal_poll(self) -> None:
         """Tell the member the application is alive (throttled), with its consumed offsets."""

@@ -1,10 +1,16 @@
-"""``poll()``'s liveness signal to the member (application thread).
+"""``poll()``'s liveness signal to the member, and how long each of its waits may be
+(application thread).
 
 Every ``poll()`` / ``consume()`` call stamps the bridge's :class:`~consumer._bridge.last_poll.
 LastPoll` cell, which the background loop reads before running the member's timers: the poll
 timer (``max.poll.interval.ms``) counts from the application's last call. ``AppPolled`` events,
 which also carry the consumed offsets under auto-commit, are throttled to one per report
 interval (sent at once while the member is unsubscribed or stale).
+
+librdkafka's poll cannot be woken from another thread, so ``poll()`` waits in slices and serves
+the background's events between them (:class:`PollSlices`): short ones while anything may come
+from the background, up to the end of the background's promise of quiet
+(:mod:`consumer._bridge.quiet`) while the member is idle and STABLE.
 """
 
 from __future__ import annotations
@@ -16,22 +22,22 @@ from collections.abc import Callable
 from consumer._bridge.last_poll import LastPoll, monotonic_ms
 from consumer._bridge.messages import AppEvent
 from consumer._bridge.queues import ToBackground
+from consumer._bridge.quiet import QuietWindow
 from consumer.config import ConsumerConfig
 from consumer.member import AppPolled, MemberState, TopicPartition
 
 __all__ = [
     "FAST_POLL_BUDGET",
+    "MIN_WAIT_S",
     "POLL_SLICE_S",
     "REBALANCE_POLL_SLICE_S",
     "PollReporter",
+    "PollSlices",
     "deadline_s",
-    "poll_slice_s",
 ]
 
-#: How long one wait inside poll() may block before the background's events are checked again.
-#: librdkafka's poll cannot be woken from another thread, so this bounds how long an assignment
-#: change waits for the application thread: 10 ms gave an ack p99 of 13 ms (50 ms: 88 ms) for
-#: 0.55 % of a core per idle member (docs/benchmarks.md, what-if run).
+#: The short slice: how long an assignment change may wait for the application thread while a
+#: heartbeat is in flight (10 ms gave an ack p99 of 13 ms; 50 ms: 88 ms; docs/benchmarks.md).
 POLL_SLICE_S = 0.01
 #: Shorter slice while a rebalance is in progress, so callbacks and acks are not delayed.
 REBALANCE_POLL_SLICE_S = 0.005
@@ -44,6 +50,12 @@ _REBALANCING = frozenset(
         MemberState.FENCED,
     }
 )
+#: The longest slice while the background promises quiet: an idle STABLE member wakes a few
+#: times a second instead of a hundred.
+_QUIET_POLL_SLICE_MAX_S = 0.25
+#: librdkafka counts waits in whole milliseconds: a wait shorter than this returns at once, so
+#: ``poll()`` stops once less than this is left of its timeout instead of spinning through it.
+MIN_WAIT_S = 0.001
 #: Records the poll() fast path may return before the full path runs again.
 FAST_POLL_BUDGET = 256
 
@@ -55,9 +67,19 @@ def deadline_s(timeout: float | None) -> float:
     return time.monotonic() + timeout
 
 
-def poll_slice_s(state: MemberState | None) -> float:
-    """How long one wait inside ``poll()`` may block in member state ``state`` (None: no member)."""
-    return REBALANCE_POLL_SLICE_S if state in _REBALANCING else POLL_SLICE_S
+class PollSlices:
+    """How long one wait inside ``poll()`` may block before the background is served again."""
+
+    def __init__(self, config: ConsumerConfig, quiet: QuietWindow) -> None:
+        self._quiet = quiet
+        # The poll timer counts from the last slice's start: keep several slices per interval.
+        self._longest_s = min(_QUIET_POLL_SLICE_MAX_S, config.max_poll_interval_ms / 4000)
+
+    def slice_s(self, state: MemberState | None) -> float:
+        """The next slice for a member in ``state`` (None: no member running)."""
+        if state in _REBALANCING:
+            return REBALANCE_POLL_SLICE_S
+        return self._quiet.slice_s(time.monotonic(), POLL_SLICE_S, self._longest_s)
 
 
 #: States in which every poll is reported at once (the member waits for it to rejoin).

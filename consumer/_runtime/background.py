@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import random
 import threading
+import time
 from collections.abc import Awaitable, Callable
 
 from consumer._bridge.last_poll import LastPoll, monotonic_ms
@@ -28,6 +29,7 @@ from consumer._bridge.messages import (
     ToAppEvent,
 )
 from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._bridge.quiet import QuietWindow
 from consumer._bridge.settings import ClusterSettings
 from consumer._logging import log_to, routed_logger
 from consumer._runtime.cluster import ClusterClient
@@ -73,6 +75,7 @@ class BackgroundRuntime:
         last_poll: LastPoll | None = None,
         clock_ms: Callable[[], int] = monotonic_ms,
         member_events: MemberEventSwitch | None = None,
+        quiet: QuietWindow | None = None,
     ) -> None:
         self._member = Member(member_config, random.Random(), on_transition=self._on_transition)
         #: Queues a StateTransition for the application while its switch is on.
@@ -101,6 +104,8 @@ class BackgroundRuntime:
         #: last (throttled) report.
         self._last_poll = last_poll if last_poll is not None else LastPoll()
         self._app_polled_fed_ms: int = 0
+        #: Until when nothing can reach the application (see consumer._bridge.quiet).
+        self._quiet = quiet if quiet is not None else QuietWindow()
         #: ``committed()`` requests in flight (answered through their reply futures).
         self._committed_tasks: set[asyncio.Task[None]] = set()
 
@@ -243,6 +248,7 @@ class BackgroundRuntime:
                 self._publish()
                 if self._stop_requested:
                     break
+                self._promise_quiet(deadline_ms)
                 timeout_s = (
                     None if deadline_ms is None else max(0, deadline_ms - self._clock_ms()) / 1000
                 )
@@ -310,7 +316,22 @@ class BackgroundRuntime:
         floor_ms = max(_MIN_HEARTBEAT_TIMEOUT_MS, 2 * interval_ms)
         return min(self._cluster_settings.request_timeout_ms, floor_ms)
 
+    def _promise_quiet(self, deadline_ms: int | None) -> None:
+        """Promise the application thread quiet until the member's next timer, when nothing
+        else can reach it before then: STABLE, no request in flight, no event queued."""
+        if (
+            deadline_ms is None
+            or self._member.state is not MemberState.STABLE
+            or self._tasks
+            or self._to_background
+        ):
+            self._quiet.end()
+            return
+        self._quiet.promise(time.monotonic() + (deadline_ms - self._clock_ms()) / 1000)
+
     def _spawn(self, request: Awaitable[Answer], expect_answer: bool = True) -> None:
+        self._quiet.end()  # its answer may be for the application (an assignment, a commit)
+
         async def run() -> None:
             answer = await request
             if self._stop_requested and not expect_answer:

@@ -78,6 +78,7 @@ def test_every_result_file_and_the_doc_are_written(smoke_run: Path) -> None:
         "Throughput",
         "Convergence",
         "Ack latency",
+        "Delivery latency",
         "Cost per member",
         "Headline",
         "Share groups",
@@ -101,6 +102,16 @@ def test_throughput_consumed_everything_with_every_implementation(smoke_run: Pat
             assert run["consumed"] == run["expected"] == work["count"], run
             assert run["records_per_s"] > 0
         assert set(work["ratios"]) == {"c/b", "d/b", "d/b'", "c/a"}
+
+
+def test_delivery_latency_has_every_record_of_both_implementations(smoke_run: Path) -> None:
+    from benchmarks.delivery_latency import IMPLEMENTATIONS
+
+    result = _result(smoke_run, "delivery_latency")
+    for impl in IMPLEMENTATIONS:
+        stats = result["stats"][impl]
+        assert stats["n"] == result["samples_per_round"], (impl, stats)
+        assert 0 < stats["p50"] <= stats["max"] < 30_000, (impl, stats)
 
 
 def test_convergence_every_scenario_and_implementation(smoke_run: Path) -> None:

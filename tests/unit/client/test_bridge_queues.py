@@ -72,3 +72,16 @@ def test_to_application_listeners_run_after_every_put(count: int) -> None:
     for item in range(count):
         queue.put(item)
     assert seen == list(range(1, count + 1))
+
+
+def test_to_background_listeners_run_before_each_item_is_queued() -> None:
+    queue: ToBackground[int] = ToBackground()
+    seen_lengths: list[int] = []
+    queue.add_listener(lambda: seen_lengths.append(len(queue.drain())))
+    assert not queue
+    queue.put(1)
+    queue.put(2)
+    # Each listener ran before its item was queued (it drained the one before).
+    assert seen_lengths == [0, 1]
+    assert queue
+    assert queue.drain() == [2]
