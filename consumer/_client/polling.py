@@ -81,6 +81,12 @@ class PollSlices:
             return REBALANCE_POLL_SLICE_S
         return self._quiet.slice_s(time.monotonic(), POLL_SLICE_S, self._longest_s)
 
+    @staticmethod
+    def short_slice_s(state: MemberState | None) -> float:
+        """The slice without the promise of quiet: for a poller that cannot block in
+        librdkafka, so that a record waits no longer than this (``consumer.aio``)."""
+        return REBALANCE_POLL_SLICE_S if state in _REBALANCING else POLL_SLICE_S
+
 
 #: States in which every poll is reported at once (the member waits for it to rejoin).
 _REPORT_AT_ONCE = (MemberState.UNSUBSCRIBED, MemberState.STALE)

@@ -16,6 +16,7 @@ from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.app_thread import AppThreadServer
 from consumer._client.consumer import Consumer
 from consumer._client.offsets import OffsetBook
+from consumer._client.polling import PollSlices
 from consumer.config import ConsumerConfig
 
 __all__ = ["ConsumerParts"]
@@ -64,8 +65,10 @@ class ConsumerParts:
         return self.consumer._closed
 
     def slice_s(self) -> float:
-        """The longest a poll waits before looking at the data plane again."""
-        return self.consumer._slice_s()
+        """The longest a poll waits before looking at the data plane again (the short slice:
+        records cannot wake the loop, so a long wait would delay them)."""
+        runtime = self.consumer._runtime
+        return PollSlices.short_slice_s(None if runtime is None else runtime.state)
 
     def has_assignment(self) -> bool:
         """True while records are fetched for at least one partition."""

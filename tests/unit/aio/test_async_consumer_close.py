@@ -37,9 +37,11 @@ async def test_close_ends_waiting_polls_consumes_and_iteration() -> None:
 
 
 @pytest.mark.asyncio
-async def test_poll_times_out_and_commit_needs_a_subscription() -> None:
+async def test_poll_times_out_and_a_commit_without_a_broker_times_out() -> None:
     async with AsyncConsumer(CONFIG) as consumer:
         assert await consumer.poll(0.05) is None
         assert await consumer.consume(5, timeout=0.05) == []
-        with pytest.raises(KafkaException, match="call subscribe"):
+        # Without subscribe() the commit goes out as a non-member's (as confluent-kafka's
+        # does); nothing listens at the bootstrap address, so it times out.
+        with pytest.raises(KafkaException, match="_TIMED_OUT"):
             await consumer.commit(offsets=[TopicPartition("t", 0, 5)])
