@@ -28,6 +28,7 @@ from consumer._client.errors import (
     ConsumerKafkaException,
     kafka_exception,
 )
+from consumer._client.metrics import member_metrics, with_member_stats
 from consumer._client.offsets import OffsetBook
 from consumer._client.polling import PollReporter
 from consumer._client.settings import (
@@ -77,7 +78,7 @@ class Consumer:
         self._config: ConsumerConfig = parse_config({**(config or {}), **kwargs})
         self._to_background: ToBackground[AppEvent] = ToBackground()
         self._to_application: ToApplication[ToAppEvent] = ToApplication()
-        self._dataplane = DataPlane(dict(self._config.data_plane))
+        self._dataplane = DataPlane(with_member_stats(dict(self._config.data_plane), self.metrics))
         self._runtime: RuntimeHandle | None = None
         self._offsets = OffsetBook(self._config, self._dataplane, self._to_background)
         self._closed = False
@@ -111,6 +112,14 @@ class Consumer:
     def member_epoch(self) -> int:
         """The member epoch the coordinator gave this member (0 before joining)."""
         return 0 if self._runtime is None else self._runtime.member_epoch
+
+    def metrics(self) -> dict[str, float]:
+        """The member's rebalance, heartbeat and commit metrics, named as Java names them (extra).
+
+        A new dict per call; the keys and their meaning are listed in ``docs/howto/metrics.md``.
+        They also reach ``stats_cb`` under the key ``"group_member"``.
+        """
+        return member_metrics(self._runtime)
 
     def add_member_listener(self, listener: MemberListener) -> None:
         """Call ``listener(event)`` on every state transition and rebalance callback (extra).
