@@ -204,6 +204,7 @@ async def watch(
     """
     started_ms = clock_ms()
     before: GroupDescription | None = None
+    described = False  # a refresh has succeeded: later ones report differences only
     timeline = TimelineLines()
     recent: list[str] = []
     refreshes = changed = 0
@@ -211,7 +212,8 @@ async def watch(
         at_ms = clock_ms()
         after = await _describe(admin, options)
         if after is not _FAILED:
-            changes = group_changes(before, after) if refreshes else _first(after)
+            changes = group_changes(before, after) if described else _first(after)
+            described = True
             if changes:
                 changed += 1
                 recent = [*recent, *(f"{_clock_text(at_ms)}  {_change_text(c)}" for c in changes)]

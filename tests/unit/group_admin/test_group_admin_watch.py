@@ -8,9 +8,12 @@ import io
 import json
 from pathlib import Path
 
+import pytest
+
 from consumer._group_admin.fetch import GroupNotFoundError
 from consumer._group_admin.model import AssignedPartition, GroupDescription, MemberView
 from consumer._group_admin.watch import TimelineLines, WatchOptions, group_changes, watch
+from consumer.errors import CoordinatorLoadInProgressError
 from consumer.testing import Timeline
 from consumer.testing.timeline_events import EpochChange, Ownership, StateChange
 
@@ -169,3 +172,26 @@ def test_watch_stops_after_its_duration() -> None:
     # two clock reads per refresh (its stamp, the duration check): 400 ms a refresh pair
     assert admin.calls == 3
     assert out.getvalue().count("member_joined a") == 1
+
+
+class FailingFirstAdmin(ScriptedAdmin):
+    """The first refresh fails as on a fresh broker (the coordinator still loading)."""
+
+    async def describe_group(self, group_id: str) -> GroupDescription:
+        if self.calls == 0:
+            self.calls += 1
+            raise CoordinatorLoadInProgressError("the coordinator is loading")
+        return await super().describe_group(group_id)
+
+
+def test_a_failed_first_refresh_is_reported_and_the_next_one_is_the_first_shown(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    admin = FailingFirstAdmin([None, None])
+    out = io.StringIO()
+    options = WatchOptions("g", interval_ms=1, output="json", timeout_ms=1000, count=3)
+    assert asyncio.run(watch(admin, options, out)) == 1  # type: ignore[arg-type]
+    assert [json.loads(line)["changes"] for line in out.getvalue().splitlines()] == [
+        [{"change": "group_absent"}]
+    ]
+    assert "refresh failed: CoordinatorLoadInProgressError" in capsys.readouterr().err
