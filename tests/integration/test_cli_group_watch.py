@@ -9,6 +9,7 @@ plots: each member's ownership and coordinator states, the second member ending 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
@@ -99,6 +100,23 @@ class WatchProcess:
             if matches(line):
                 return line
 
+    def wait_until_latest(
+        self, what: str, holds: Callable[[dict[str, Any]], bool]
+    ) -> dict[str, Any]:
+        """The latest line printed, once it ``holds`` (the watch prints only on change, so
+        the latest line is the group as the watch last saw it)."""
+        deadline = time.monotonic() + CONVERGENCE_S
+        while True:
+            while not self.lines.empty():
+                self.seen.append(self.lines.get_nowait())
+            if self.seen and holds(self.seen[-1]):
+                return self.seen[-1]
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                self.kill()
+                raise AssertionError(f"the watch never showed {what}; it printed {self.seen}")
+            with contextlib.suppress(queue.Empty):
+                self.seen.append(self.lines.get(timeout=1.0))
+
     def interrupt(self) -> tuple[int, str]:
         """Ctrl-C; the exit code and stderr."""
         self.process.send_signal(signal.SIGINT)
@@ -146,15 +164,25 @@ def test_watch_sees_members_join_and_leave_and_records_a_timeline(
             members = (line["description"] or {}).get("members") or []
             return any(m["member_id"] == a_id and m["assignment"] == everything for m in members)
 
-        if not a_owns_everything(joined):
-            watch.wait_for_line("a owning every partition", a_owns_everything)
+        watch.wait_until_latest("a owning every partition", a_owns_everything)
         b = group.add(MemberThread("b", Consumer(config), [topic], group.timeline))
         b_id = b.consumer.memberid()
         watch.wait_for("b joining", _change("member_joined", b_id))
         wait_for_balanced(group.timeline, ["a", "b"], all_partitions(topic, PARTITIONS))
+
+        def both_stable(line: dict[str, Any]) -> bool:
+            members = (line["description"] or {}).get("members") or []
+            return len(members) == 2 and all(
+                m["assignment"] and m["assignment"] == m["target_assignment"] for m in members
+            )
+
+        # The watch must have seen b settled (owning its target) before b leaves.
+        watch.wait_until_latest("a and b each owning their target", both_stable)
         b.stop()
         left = watch.wait_for("b leaving", _change("member_left", b_id))
         assert [m["member_id"] for m in left["description"]["members"]] == [a_id]
+
+        watch.wait_until_latest("a owning every partition again", a_owns_everything)
 
         code, err = watch.interrupt()
         assert code == 0, err
