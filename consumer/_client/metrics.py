@@ -6,7 +6,9 @@ module reads them for the application thread and splices them into librdkafka's 
 
 from __future__ import annotations
 
+import inspect
 import json
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -33,13 +35,20 @@ def with_member_stats(
 
     librdkafka's statistics JSON gains one top-level key, :data:`STATS_KEY`, spliced in as text
     (the statistics are not parsed again), so the cost is one small ``json.dumps`` per report.
+    A bound method (``Consumer.metrics``) is held weakly: the data plane does not keep its
+    consumer alive.
     """
     user_stats_cb = data_plane.get("stats_cb")
     if user_stats_cb is None:
         return data_plane
+    if inspect.ismethod(metrics):
+        held: Callable[[], Callable[[], dict[str, float]] | None] = weakref.WeakMethod(metrics)
+    else:
+        held = lambda: metrics  # noqa: E731 - a strong reference, same shape as the weak one
 
     def stats_cb(stats_json: str) -> None:
-        user_stats_cb(add_member_stats(stats_json, metrics()))
+        read = held()
+        user_stats_cb(stats_json if read is None else add_member_stats(stats_json, read()))
 
     return {**data_plane, "stats_cb": stats_cb}
 

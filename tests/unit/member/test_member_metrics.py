@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pytest
 
-from consumer._client.metrics import STATS_KEY, add_member_stats, member_metrics
+from consumer._client.metrics import (
+    STATS_KEY,
+    add_member_stats,
+    member_metrics,
+    with_member_stats,
+)
 from consumer.member import (
     ApplyAssignment,
     CommitCompleted,
@@ -164,3 +170,21 @@ def test_the_stats_json_gains_the_member_metrics_under_one_key() -> None:
     assert merged["brokers"] == {}
     assert json.loads(add_member_stats(" {} ", {"a": 1.0})) == {STATS_KEY: {"a": 1.0}}
     assert add_member_stats("[]", {"a": 1.0}) == "[]"
+
+
+def test_stats_cb_gets_the_member_metrics_and_does_not_keep_the_consumer_alive() -> None:
+    received: list[str] = []
+
+    class Owner:
+        def metrics(self) -> dict[str, float]:
+            return {"rebalance-total": 4.0}
+
+    assert with_member_stats({"x": 1}, Owner().metrics) == {"x": 1}  # no stats_cb: unchanged
+    owner = Owner()
+    settings = with_member_stats({"stats_cb": received.append}, owner.metrics)
+    settings["stats_cb"]('{"name": "c"}')
+    assert json.loads(received[-1]) == {STATS_KEY: {"rebalance-total": 4.0}, "name": "c"}
+    del owner
+    gc.collect()
+    settings["stats_cb"]('{"name": "c"}')
+    assert received[-1] == '{"name": "c"}'  # its consumer is gone: librdkafka's JSON as is
