@@ -41,6 +41,10 @@ class RuntimeHandle(Protocol):
         """True once the loop has ended (cleanly or not)."""
         ...
 
+    def metrics(self) -> dict[str, float]:
+        """The member's rebalance, heartbeat and commit metrics now."""
+        ...
+
     def start(self) -> None:
         """Start the loop's thread and wait until it accepts events."""
         ...

@@ -28,6 +28,7 @@ from consumer._client.errors import (
     ConsumerKafkaException,
 )
 from consumer._client.manual import ManualAssignment
+from consumer._client.metrics import member_metrics, with_member_stats
 from consumer._client.offsets import OffsetBook
 from consumer._client.polling import (
     FAST_POLL_BUDGET,
@@ -61,7 +62,7 @@ class Consumer:
         self._quiet = QuietWindow()
         self._to_background.add_listener(self._quiet.end)
         self._to_application: ToApplication[ToAppEvent] = ToApplication()
-        self._dataplane = DataPlane(dict(self._config.data_plane))
+        self._dataplane = DataPlane(with_member_stats(dict(self._config.data_plane), self.metrics))
         self._runtime: RuntimeHandle | None = None
         self._offsets = OffsetBook(self._config, self._dataplane, self._to_background)
         self._closed = False
@@ -99,6 +100,14 @@ class Consumer:
     def member_epoch(self) -> int:
         """The member epoch the coordinator gave this member (0 before joining)."""
         return 0 if self._runtime is None else self._runtime.member_epoch
+
+    def metrics(self) -> dict[str, float]:
+        """The member's rebalance, heartbeat and commit metrics, named as Java names them (extra).
+
+        A new dict per call; the keys and their meaning are listed in ``docs/howto/metrics.md``.
+        They also reach ``stats_cb`` under the key ``"group_member"``.
+        """
+        return member_metrics(self._runtime)
 
     def add_member_listener(self, listener: MemberListener) -> None:
         """Call ``listener(event)`` on every state transition and rebalance callback (extra).

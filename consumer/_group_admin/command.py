@@ -1,5 +1,5 @@
-"""``kgm group list`` and ``kgm group describe GROUP``: the command line around
-:class:`~consumer._group_admin.fetch.GroupAdmin`.
+"""``kgm group list``, ``kgm group describe GROUP`` and ``kgm group watch GROUP``: the command
+line around :class:`~consumer._group_admin.fetch.GroupAdmin` (and :mod:`.watch`).
 
 Options are spelled as Kafka's own tools spell them: ``--bootstrap-server`` (default:
 ``$KAFKA_BOOTSTRAP_SERVERS``, else the project's detached broker of ``kgm broker start``),
@@ -31,6 +31,7 @@ from consumer.testing.real.detached import read_broker_state
 
 from .fetch import GroupAdmin, GroupNotFoundError
 from .render import describe_json, describe_text, list_json, list_text
+from .watch import WatchOptions, watch
 
 __all__ = [
     "DEFAULT_TIMEOUT_MS",
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 DEFAULT_TIMEOUT_MS: Final = 10_000
+DEFAULT_INTERVAL_MS: Final = 1_000
 _CLIENT_ID: Final = "kgm-group"
 #: Keys of a command-config file that the SDK's own connections use (TLS and SASL).
 _SECURITY_PREFIXES: Final = ("security.", "ssl.", "sasl.", "enable.ssl.")
@@ -109,7 +111,7 @@ def resolve_bootstrap_servers(given: str | None) -> str:
 
 
 def add_group_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``kgm group list`` and ``kgm group describe`` on ``kgm``'s subcommands."""
+    """Register ``kgm group list``, ``describe`` and ``watch`` on ``kgm``'s subcommands."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--bootstrap-server",
@@ -138,7 +140,7 @@ def add_group_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
         f"(default {DEFAULT_TIMEOUT_MS})",
     )
     group = commands.add_parser(
-        "group", help="list and describe consumer, classic and share groups"
+        "group", help="list, describe and watch consumer, classic and share groups"
     )
     group_commands = group.add_subparsers(dest="group_command", required=True)
     listing = group_commands.add_parser(
@@ -152,6 +154,51 @@ def add_group_commands(commands: argparse._SubParsersAction[argparse.ArgumentPar
     )
     describe.add_argument("group", metavar="GROUP", help="the group id")
     describe.set_defaults(handler=_describe)
+    _add_watch(group_commands, common)
+
+
+def _add_watch(
+    group_commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+) -> None:
+    watching = group_commands.add_parser(
+        "watch",
+        parents=[common],
+        help="describe a group every interval and show what changed (Ctrl-C stops)",
+    )
+    watching.add_argument("group", metavar="GROUP", help="the group id")
+    watching.add_argument(
+        "--interval",
+        metavar="INTERVAL_MS",
+        dest="interval_ms",
+        type=_positive_int,
+        default=DEFAULT_INTERVAL_MS,
+        help=f"time between refreshes in ms (default {DEFAULT_INTERVAL_MS})",
+    )
+    watching.add_argument(
+        "--record",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help="append the observed changes to FILE as a rebalance timeline (JSON lines that "
+        "'kgm timeline plot FILE' draws)",
+    )
+    watching.add_argument(
+        "--count",
+        metavar="N",
+        type=_positive_count,
+        default=None,
+        help="stop after N refreshes (default: until Ctrl-C)",
+    )
+    watching.add_argument(
+        "--duration",
+        metavar="DURATION_MS",
+        dest="duration_ms",
+        type=_positive_int,
+        default=None,
+        help="stop after this many ms (default: until Ctrl-C)",
+    )
+    watching.set_defaults(handler=_watch)
 
 
 def _positive_int(text: str) -> int:
@@ -161,6 +208,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected milliseconds, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive number of ms, got {value}")
+    return value
+
+
+def _positive_count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of refreshes, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of refreshes, got {value}")
     return value
 
 
@@ -180,8 +237,45 @@ def _describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(args: argparse.Namespace, action: Callable[[GroupAdmin], Awaitable[T]]) -> T | None:
-    """Run ``action`` against the cluster; print the failure and return None if it fails."""
+def _watch(args: argparse.Namespace) -> int:
+    record = None
+    if args.record is not None:
+        try:
+            record = open(args.record, "a", encoding="utf-8")  # noqa: SIM115 - closed below
+        except OSError as error:
+            print(f"kgm group: --record {args.record}: {error.strerror or error}", file=sys.stderr)
+            return 1
+    options = WatchOptions(
+        group=args.group,
+        interval_ms=args.interval_ms,
+        output=args.output,
+        timeout_ms=args.timeout_ms,
+        count=args.count,
+        duration_ms=args.duration_ms,
+        record=record,
+        redraw=args.output == "text" and sys.stdout.isatty(),
+    )
+    try:
+        done = _run(args, lambda admin: watch(admin, options), bound_action=False)
+    except KeyboardInterrupt:
+        return 0  # Ctrl-C is how a watch ends
+    finally:
+        if record is not None:
+            record.close()
+    return 1 if done is None else 0
+
+
+def _run(
+    args: argparse.Namespace,
+    action: Callable[[GroupAdmin], Awaitable[T]],
+    *,
+    bound_action: bool = True,
+) -> T | None:
+    """Run ``action`` against the cluster; print the failure and return None if it fails.
+
+    ``bound_action``: the action as a whole is bounded by ``--timeout`` (a watch bounds each of
+    its refreshes instead).
+    """
     try:
         bootstrap = resolve_bootstrap_servers(args.bootstrap_server)
         properties: dict[str, str] = {}
@@ -190,7 +284,9 @@ def _run(args: argparse.Namespace, action: Callable[[GroupAdmin], Awaitable[T]])
             properties = read_properties(args.command_config)
             security = security_from_properties(properties, str(args.command_config))
         properties.pop("bootstrap.servers", None)
-        return asyncio.run(_with_admin(bootstrap, properties, security, args.timeout_ms, action))
+        return asyncio.run(
+            _with_admin(bootstrap, properties, security, args.timeout_ms, action, bound_action)
+        )
     except (CommandError, GroupNotFoundError) as error:
         print(f"kgm group: {error}", file=sys.stderr)
     except ConsumerError as error:  # a broker error or a lost connection, named by its class
@@ -207,6 +303,7 @@ async def _with_admin(
     security: SecurityConfig | None,
     timeout_ms: int,
     action: Callable[[GroupAdmin], Awaitable[T]],
+    bound_action: bool = True,
 ) -> T:
     client_id = properties.get("client.id", _CLIENT_ID)
     admin = GroupAdmin(
@@ -231,6 +328,8 @@ async def _with_admin(
                 f"the Kafka cluster at {bootstrap} refused the connection: "
                 f"{type(error).__name__}: {error}"
             ) from None
+        if not bound_action:
+            return await action(admin)
         try:
             async with asyncio.timeout(timeout_ms / 1000):
                 return await action(admin)

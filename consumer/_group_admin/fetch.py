@@ -50,6 +50,7 @@ from .model import (
     classic_group_description,
     consumer_group_description,
     share_group_description,
+    with_lag,
 )
 
 __all__ = ["GroupAdmin", "GroupNotFoundError"]
@@ -253,20 +254,22 @@ class GroupAdmin:
             await self._cluster.coordinator_request(group_id, describe)
         )
         _raise(group.error)
-        return consumer_group_description(group, await self._committed(group_id))
+        described = consumer_group_description(group, await self._committed(group_id))
+        return with_lag(described, await self._end_offsets(described))
 
     async def _describe_classic(self, listed: ListedGroup) -> GroupDescription:
         futures = self._admin_client().describe_consumer_groups(
             [listed.group_id], request_timeout=self._timeout_ms / 1000
         )
         description = await asyncio.wrap_future(futures[listed.group_id])
-        return classic_group_description(
+        described = classic_group_description(
             listed.group_id,
             listed.state,
             description.members,
             await self._committed(listed.group_id),
             assignor=description.partition_assignor,
         )
+        return with_lag(described, await self._end_offsets(described))
 
     async def _committed(self, group_id: str) -> list[CommittedOffsetLike]:
         from confluent_kafka import ConsumerGroupTopicPartitions
@@ -276,6 +279,32 @@ class GroupAdmin:
         )
         result = await asyncio.wrap_future(futures[group_id])
         return list(result.topic_partitions or ())
+
+    async def _end_offsets(self, description: GroupDescription) -> dict[tuple[str, int], int]:
+        """The end offsets (high watermarks) of the partitions ``description`` committed on,
+        from confluent-kafka's ``list_offsets``; a partition whose offset cannot be read (a
+        deleted topic, a leader moving) is left out, so its lag stays unknown."""
+        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka.admin import OffsetSpec  # type: ignore[attr-defined]
+
+        wanted = [p for p in description.partitions if p.committed_offset is not None]
+        if not wanted:
+            return {}
+        futures = self._admin_client().list_offsets(
+            {
+                TopicPartition(p.topic, p.partition): OffsetSpec.latest()  # type: ignore[no-untyped-call]
+                for p in wanted
+            },
+            request_timeout=self._timeout_ms / 1000,
+        )
+        ends: dict[tuple[str, int], int] = {}
+        for partition, future in futures.items():
+            try:
+                info = await asyncio.wrap_future(future)
+            except KafkaException:
+                continue
+            ends[(partition.topic, partition.partition)] = int(info.offset)
+        return ends
 
     def _admin_client(self) -> Any:
         if self._admin is None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
 from consumer._wire import DescribedGroup, DescribedShareGroup, SharePartitionOffset
@@ -28,6 +28,7 @@ __all__ = [
     "classic_group_description",
     "consumer_group_description",
     "share_group_description",
+    "with_lag",
 ]
 
 #: Group types as ListGroups v5 spells them (Apache Kafka 4.x also has "streams").
@@ -106,8 +107,9 @@ class PartitionOffsets:
 
     Share groups: ``start_offset`` (the share-partition start offset), ``leader_epoch`` and, on
     brokers that report it (DescribeShareGroupOffsets v1, Kafka 4.2+), ``lag``. Consumer and
-    classic groups: ``committed_offset`` (None: assigned but nothing committed) and its
-    ``leader_epoch``; their ``lag`` is not computed yet (None).
+    classic groups: ``committed_offset`` (None: assigned but nothing committed), its
+    ``leader_epoch`` and ``lag``: the partition's end offset (high watermark) minus the committed
+    offset, None when nothing is committed or the end offset could not be read.
     """
 
     topic: str
@@ -327,3 +329,20 @@ def committed_partitions(
             leader_epoch=entry.leader_epoch,
         )
     return tuple(sorted(rows.values()))
+
+
+def with_lag(
+    description: GroupDescription, end_offsets: Mapping[tuple[str, int], int]
+) -> GroupDescription:
+    """``description`` with the lag of each committed partition: ``end_offsets[(topic,
+    partition)]`` minus the committed offset (never below 0; a partition without a commit or
+    without an end offset keeps ``lag`` None). Share groups come with the broker's lag as is."""
+    if description.type == SHARE:
+        return description
+    rows = []
+    for row in description.partitions:
+        end = end_offsets.get((row.topic, row.partition))
+        if row.committed_offset is not None and end is not None and end >= 0:
+            row = replace(row, lag=max(0, end - row.committed_offset))
+        rows.append(row)
+    return replace(description, partitions=tuple(rows))

@@ -68,6 +68,7 @@ _SHARE_COLUMNS: Final[tuple[_PartitionColumn, ...]] = (
 _COMMIT_COLUMNS: Final[tuple[_PartitionColumn, ...]] = (
     ("COMMITTED-OFFSET", lambda p: p.committed_offset),
     ("LEADER-EPOCH", lambda p: p.leader_epoch),
+    ("LAG", lambda p: p.lag),
 )
 
 

@@ -34,6 +34,7 @@ from consumer._bridge.settings import ClusterSettings
 from consumer._logging import log_to, routed_logger
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.group_requests import Answer, GroupRequests
+from consumer._runtime.metrics import MetricsRecorder
 from consumer._runtime.retry import reconnect_policy
 from consumer.errors import KafkaConnectionError, error_for_code
 from consumer.member import (
@@ -77,6 +78,8 @@ class BackgroundRuntime:
         member_events: MemberEventSwitch | None = None,
         quiet: QuietWindow | None = None,
     ) -> None:
+        #: Rebalance, heartbeat and commit metrics, fed from the events below (never per record).
+        self._metrics = MetricsRecorder(clock_ms, MemberState.UNSUBSCRIBED)
         self._member = Member(member_config, random.Random(), on_transition=self._on_transition)
         #: Queues a StateTransition for the application while its switch is on.
         self._transitions = TransitionReporter(
@@ -128,6 +131,10 @@ class BackgroundRuntime:
         )
         self._thread.start()
         self._started.wait()
+
+    def metrics(self) -> dict[str, float]:
+        """The member's rebalance, heartbeat and commit metrics now (any thread)."""
+        return self._metrics.snapshot(self.member_epoch)
 
     def wait_finished(self, timeout_s: float) -> bool:
         """Block until the loop has ended; False on timeout."""
@@ -272,7 +279,9 @@ class BackgroundRuntime:
     # --- feeding and executing ----------------------------------------------------------------
 
     def _feed(self, event: Input) -> None:
-        commands = self._member.handle(event, self._clock_ms())
+        now_ms = self._clock_ms()
+        self._metrics.input_received(event, now_ms)
+        commands = self._member.handle(event, now_ms)
         self._execute(commands)
         self._publish()
 
@@ -283,6 +292,8 @@ class BackgroundRuntime:
             self._feed(AppPolled(polled_at_ms=polled_ms))
 
     def _execute(self, commands: list[MemberCommand]) -> None:
+        if commands:
+            self._metrics.commands_issued(commands)
         requests = self._requests
         for command in commands:
             match command:
@@ -356,6 +367,7 @@ class BackgroundRuntime:
 
     def _on_transition(self, _previous: MemberState, rule: MemberRule) -> None:
         """The member's observer: called for every rules-table row that fires."""
+        self._metrics.state_changed(self._member.state)
         self._report_transition(rule.outcome.name)
 
     def _report_transition(self, reason: str | None) -> None:

@@ -36,6 +36,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 ROUND_RECORDS_PER_PARTITION = 10
 UNCONSUMED_PER_PARTITION = 3
 CONSUMER_RECORDS_PER_PARTITION = 5
+#: Produced after the consumer groups committed: their lag.
+LATER_RECORDS_PER_PARTITION = 2
 BOUND_S = 30.0
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -195,6 +197,7 @@ def _start_consumer_groups(made: Groups) -> None:
     while len(made.classic.assignment()) < 2:
         assert time.monotonic() < deadline, "the classic consumer got no assignment"
         made.classic.poll(0.3)
+    produce(made.bootstrap, made.consumer_topic, LATER_RECORDS_PER_PARTITION)
 
 
 def test_list_shows_every_group_with_its_type_state_and_members(
@@ -332,7 +335,7 @@ def test_describe_consumer_group_reports_epochs_targets_and_commits(groups: Grou
             "partition": partition,
             "start_offset": None,
             "committed_offset": CONSUMER_RECORDS_PER_PARTITION,
-            "lag": None,
+            "lag": LATER_RECORDS_PER_PARTITION,  # end offset minus committed offset
         }
         for partition in (0, 1)
     ]
@@ -347,9 +350,9 @@ def test_describe_empty_group_keeps_its_commits(
     assert described["type"] == "consumer"
     assert described["state"] == "Empty"
     assert described["members"] == []
-    assert [(p["partition"], p["committed_offset"]) for p in described["partitions"]] == [
-        (0, CONSUMER_RECORDS_PER_PARTITION),
-        (1, CONSUMER_RECORDS_PER_PARTITION),
+    assert [(p["partition"], p["committed_offset"], p["lag"]) for p in described["partitions"]] == [
+        (0, CONSUMER_RECORDS_PER_PARTITION, LATER_RECORDS_PER_PARTITION),
+        (1, CONSUMER_RECORDS_PER_PARTITION, LATER_RECORDS_PER_PARTITION),
     ]
 
 
@@ -372,6 +375,10 @@ def test_describe_classic_group_through_confluent_admin(
     assert member["assignment"] == [
         {"topic": groups.consumer_topic, "partition": p} for p in (0, 1)
     ]
+    # It never commits (enable.auto.commit is off): no committed offset, so no lag either.
+    assert [(p["committed_offset"], p["lag"]) for p in described["partitions"]] == [
+        (None, None)
+    ] * 2
 
 
 def test_unknown_group_exits_1_naming_the_group(

@@ -55,6 +55,7 @@ from consumer.member import (
     ReportCommitResult,
     Unsubscribed,
 )
+from consumer.member.metrics import MemberMetrics
 from consumer.testing.sim.app_side import (
     OwnershipRecorder,
     SimAppServer,
@@ -148,6 +149,13 @@ class FakeConsumer(FetchControl):
     def member_epoch(self) -> int:
         """The member epoch the coordinator gave this member (0 before joining)."""
         return 0 if self.runtime is None else self.runtime.member_epoch
+
+    def metrics(self) -> dict[str, float]:
+        """As :meth:`consumer.Consumer.metrics`, counted on simulated time."""
+        runtime = self.runtime
+        if runtime is None:
+            return MemberMetrics(0).snapshot(0, member_epoch=0)
+        return runtime.metrics.snapshot(self._now_ms(), runtime.member_epoch)
 
     @property
     def cluster(self) -> SimCluster:

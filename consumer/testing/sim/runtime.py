@@ -47,6 +47,7 @@ from consumer.member import (
     TopicPartition,
 )
 from consumer.member.effects import MemberRule
+from consumer.member.metrics import MemberMetrics
 from consumer.testing.sim.coordinator import CoordinatorSim
 
 __all__ = ["SimFaults", "SimRuntime"]
@@ -115,6 +116,8 @@ class SimRuntime:
         self._on_committed = on_committed
         self._on_epoch = on_epoch
         self._epoch = 0
+        #: The same metrics as the real runtime's, on simulated time.
+        self.metrics = MemberMetrics(now_ms(), MemberState.UNSUBSCRIBED)
         self.member = Member(member_config, random.Random(seed), on_transition=self._on_transition)
         self._transitions = TransitionReporter(
             member_events if member_events is not None else MemberEventSwitch(),
@@ -198,11 +201,13 @@ class SimRuntime:
         self.to_application.put(RuntimeFailed(exc))
 
     def _feed(self, event: Input, now: int) -> None:
+        self.metrics.input_received(event, now)
         self._execute(self.member.handle(event, now), now)
         self._publish()
 
     def _on_transition(self, _previous: MemberState, rule: MemberRule) -> None:
         """The member's observer: called for every rules-table row that fires."""
+        self.metrics.state_changed(self.member.state, self._now_ms())
         self._report_transition(rule.outcome.name)
 
     def _report_transition(self, reason: str | None) -> None:
@@ -233,6 +238,7 @@ class SimRuntime:
         for command in commands:
             if self.stopped:
                 return
+            self.metrics.command_issued(command, now)
             match command:
                 case SendHeartbeat():
                     self._answers.append(self._heartbeat(command, now))

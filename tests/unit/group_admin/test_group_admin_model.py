@@ -4,15 +4,18 @@ offsets, and the JSON schema every group type shares (every key present, null wh
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from consumer._group_admin.model import (
     AssignedPartition,
+    GroupDescription,
     GroupListing,
     MemberView,
+    PartitionOffsets,
     committed_partitions,
     consumer_group_description,
     share_group_description,
+    with_lag,
 )
 from consumer._wire import (
     DescribedGroup,
@@ -178,3 +181,25 @@ def test_listing_json_has_the_four_keys() -> None:
         "state": "Stable",
         "members": None,
     }
+
+
+def test_lag_is_the_end_offset_minus_the_committed_offset() -> None:
+    description = GroupDescription(
+        group="g",
+        type="consumer",
+        state="Stable",
+        group_epoch=3,
+        assignment_epoch=3,
+        assignor="uniform",
+        members=(),
+        partitions=(
+            PartitionOffsets("t", 0, committed_offset=10),
+            PartitionOffsets("t", 1, committed_offset=7),  # no end offset read: lag unknown
+            PartitionOffsets("t", 2),  # assigned, nothing committed: lag unknown
+            PartitionOffsets("t", 3, committed_offset=9),  # end behind the commit (truncated)
+        ),
+    )
+    lagged = with_lag(description, {("t", 0): 14, ("t", 2): 5, ("t", 3): 4})
+    assert [p.lag for p in lagged.partitions] == [4, None, None, 0]
+    share = replace(description, type="share")
+    assert with_lag(share, {("t", 0): 14}) is share  # the broker reports share lag itself

@@ -111,13 +111,17 @@ def test_classic_description_text_has_commits_and_no_epochs() -> None:
         assignment_epoch=None,
         assignor="range",
         members=(_member(member_epoch=None, assignment=()),),
-        partitions=(PartitionOffsets("t", 0, committed_offset=5),),
+        partitions=(
+            PartitionOffsets("t", 0, committed_offset=5, lag=3),
+            PartitionOffsets("t", 1),
+        ),
     )
     lines = describe_text(description).splitlines()
     assert "GROUP-EPOCH -  ASSIGNMENT-EPOCH -" in lines[0]
     assert lines[3].split()[5:] == ["-", "-", "-"]  # epoch, assignment, target
-    assert lines[5].split() == ["TOPIC", "PARTITION", "COMMITTED-OFFSET", "LEADER-EPOCH"]
-    assert lines[6].split() == ["t", "0", "5", "-"]
+    assert lines[5].split() == ["TOPIC", "PARTITION", "COMMITTED-OFFSET", "LEADER-EPOCH", "LAG"]
+    assert lines[6].split() == ["t", "0", "5", "-", "3"]
+    assert lines[7].split() == ["t", "1", "-", "-", "-"]
 
 
 def test_undescribed_type_and_empty_group_say_so() -> None:
