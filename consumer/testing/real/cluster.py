@@ -350,6 +350,15 @@ class LocalCluster(Service):
 
         return asyncio.run(run())
 
+    def wait_for_exit(self, poll_interval_s: float = 0.5) -> int:
+        """Block until one node's JVM exits by itself (a killed or stopped one counts too) and
+        return its node id (0: the controller): a foreground cluster's main loop."""
+        while True:
+            for node_id, node in self._nodes.items():
+                if not node.running:
+                    return node_id
+            time.sleep(poll_interval_s)  # a JVM announces its exit to no one: look again
+
     def rss_kib(self) -> dict[int, int]:
         """Resident memory of each running node's JVM in KiB, by node id (0: the controller)."""
         sizes: dict[int, int] = {}
