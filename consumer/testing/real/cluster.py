@@ -371,6 +371,12 @@ class LocalCluster(Service):
                             sizes[node_id] = int(line.split()[1])
         return sizes
 
+    def log_path(self, node_id: int) -> Path:
+        """Node ``node_id``'s ``server.log`` (0: the controller); a restarted node appends."""
+        if node_id not in self._nodes:
+            raise ValueError(f"node_id must be one of {sorted(self._nodes)}, got {node_id!r}")
+        return self._nodes[node_id].run_dir / "logs" / "server.log"
+
     def log_tail(self, node_id: int, lines: int = 30) -> str:
         """The last ``lines`` lines of node ``node_id``'s ``server.log`` and JVM stdout."""
         return log_tail(self._nodes[node_id].run_dir, lines)
