@@ -36,7 +36,7 @@ HEARTBEAT_S = 0.5
 #: A paused broker is held past the broker session timeout (3 s), so the controller fences it.
 BROKER_PAUSE_S = 4.5
 MEMBER_KINDS = ("kill", "leave_join", "pause_long", "pause_short", "slow_revoke")
-BROKER_KINDS = ("broker_kill", "broker_stop", "broker_pause", "coordinator_kill")
+BROKER_KINDS = ("coordinator_kill", "broker_kill", "broker_pause", "broker_stop")
 
 
 class ClusterTarget:
