@@ -21,10 +21,12 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, Message, TopicPartition
+from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka.admin import AdminClient
 from fleet import Fleet
 from member_processes import MemberProcess
-from reliability_support import CONVERGE_S, SESSION_MS
+from reliability_support import CONVERGE_S, SESSION_MS, ProducedLog
 from test_churn import Churn, duplicate_causes
 
 from consumer.testing.real.cluster import LocalCluster
@@ -64,6 +66,71 @@ class ClusterTarget:
         )
         self._joined.write_text(text, encoding="utf-8")
         return self._joined
+
+
+class ClusterProducedLog(ProducedLog):
+    """:class:`ProducedLog` for a cluster whose leaders move: an idempotent producer's retry
+    that the new leader answers as a duplicate is acknowledged without its offset, so such
+    records (and any two reported at one offset) are looked up in the topic itself by
+    :meth:`resolve_unknown_offsets` before the run is checked."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        super().__init__(bootstrap, topic, partitions)
+        self.bootstrap = bootstrap
+        self.unknown_offset_values: set[int] = set()
+
+    def _delivered(self, err: KafkaError | None, msg: Message) -> None:
+        offset = msg.offset()
+        if err is None and (offset is None or offset < 0 or self._taken(msg)):
+            with self._lock:
+                self.unknown_offset_values.add(int(msg.value() or b"-1"))
+            return
+        super()._delivered(err, msg)
+
+    def _taken(self, msg: Message) -> bool:
+        with self._lock:
+            return (msg.partition() or 0, msg.offset() or 0) in self.acked
+
+    def resolve_unknown_offsets(self, timeout_s: float = 60.0) -> int:
+        """Read the topic to its end and record where each value acknowledged without a usable
+        offset was written; fails if one is not in the topic. Returns how many there were."""
+        if not self.unknown_offset_values:
+            return 0
+        reader = ConfluentConsumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": "kgm-resolve",
+                "enable.auto.commit": False,
+            }
+        )
+        wanted = set(self.unknown_offset_values)
+        try:
+            ends = {
+                p: reader.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10)[1]
+                for p in range(self.partitions)
+            }
+            reader.assign([TopicPartition(self.topic, p, OFFSET_BEGINNING) for p in ends])
+            done: set[int] = {p for p, end in ends.items() if end == 0}
+            deadline = time.monotonic() + timeout_s
+            while len(done) < len(ends) and time.monotonic() < deadline:
+                for msg in reader.consume(500, 1.0):
+                    if msg.error() is not None:
+                        continue
+                    value, partition, offset = (
+                        int(msg.value() or b"-1"),
+                        msg.partition(),
+                        msg.offset(),
+                    )
+                    if value in wanted:
+                        with self._lock:
+                            self.acked[(partition, offset)] = value
+                        wanted.discard(value)
+                    if offset + 1 >= ends[partition]:
+                        done.add(partition)
+        finally:
+            reader.close()
+        assert not wanted, f"acknowledged values not in the topic: {sorted(wanted)[:20]}"
+        return len(self.unknown_offset_values)
 
 
 def wait_fully_replicated(admin: AdminClient, topics: list[str], timeout_s: float = 90.0) -> float:

@@ -83,20 +83,20 @@ def make_cluster_fleet(
 ) -> Iterator[Callable[..., tuple[Any, Any]]]:
     """``make_cluster_fleet(partitions, **member_defaults)`` -> the reliability tier's ``Fleet``
     of member processes on a new replicated topic and group of the cluster, and its
-    ``ProducedLog`` (``acks=all``, idempotent). Members left running are killed at teardown."""
-    from cluster_fleet import ClusterTarget
+    ``ClusterProducedLog`` (``acks=all``, idempotent). Members left running are killed at
+    teardown."""
+    from cluster_fleet import ClusterProducedLog, ClusterTarget
     from fleet import Fleet
-    from reliability_support import ProducedLog
 
     made: list[Fleet] = []
 
-    def make(partitions: int, **defaults: object) -> tuple[Fleet, ProducedLog]:
+    def make(partitions: int, **defaults: object) -> tuple[Fleet, ClusterProducedLog]:
         topic = replicated_topic(partitions)
         group = f"group-{uuid.uuid4().hex[:10]}"
         fleet = Fleet(ClusterTarget(cluster, tmp_path), tmp_path, topic, group, partitions,
                       **defaults)  # fmt: skip
         made.append(fleet)
-        return fleet, ProducedLog(cluster.bootstrap_servers, topic, partitions)
+        return fleet, ClusterProducedLog(cluster.bootstrap_servers, topic, partitions)
 
     yield make
     for fleet in made:

@@ -86,13 +86,18 @@ def test_consumer_group_through_rolling_restart_coordinator_kill_and_broker_paus
 
     producer.join(300)
     assert producer.done.is_set(), "the producer did not finish"
+    unknown_offsets = produced.resolve_unknown_offsets()
     fleet.wait_all_processed(produced, 120)
     fleet.wait_converged()
     fleet.stop_all()
     result = check_run(fleet, produced, rebalance_timeout_ms=REBALANCE_MS)
     causes = cluster_duplicate_causes(fleet, REBALANCE_MS, faults.broker_windows)
     times = [t for values in faults.to_stable.values() for t in values]
-    result.extra.update(to_stable_median_max=figures(times), duplicate_causes=dict(causes))
+    result.extra.update(
+        to_stable_median_max=figures(times),
+        duplicate_causes=dict(causes),
+        acked_without_offset=unknown_offsets,
+    )
     result.faults = dict(faults.done)
     print(result.counts_line("cluster broker faults"))  # noqa: T201
     assert not result.problems, "\n".join(result.problems[:30])

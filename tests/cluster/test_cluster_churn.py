@@ -74,6 +74,7 @@ def test_cluster_churn(
         )
     producer.join(900)
     assert producer.done.is_set(), "the producer did not finish"
+    unknown_offsets = produced.resolve_unknown_offsets()
     drained = fleet.wait_all_processed(produced, 600)
     fleet.wait_converged()
     fleet.stop_all()
@@ -94,6 +95,7 @@ def test_cluster_churn(
         max_by_kind={k: round(max(v), 1) for k, v in churn.to_stable.items()},
         duplicate_causes=dict(causes),
         drain_s=round(drained, 1),
+        acked_without_offset=unknown_offsets,
         run_s=round(time.monotonic() - started),
         members=len(fleet.members),
     )

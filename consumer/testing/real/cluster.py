@@ -121,6 +121,10 @@ class LocalCluster(Service):
     bind_to_parent: bool = True
     _root: Path | None = field(default=None, init=False, repr=False)
     _nodes: dict[int, _Node] = field(default_factory=dict, init=False, repr=False)
+    # Every JVM is launched from this one thread: with ``bind_to_parent`` Linux kills a JVM when
+    # the *thread* that forked it ends (PR_SET_PDEATHSIG), so a broker restarted from a test's
+    # worker thread would otherwise die with that thread.
+    _launcher: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 9:
@@ -232,14 +236,17 @@ class LocalCluster(Service):
 
     def _launch(self, lib_dir: Path, node_id: int, *, append_stdout: bool) -> None:
         node = self._nodes[node_id]
-        node.process = launch_jvm(
+        if self._launcher is None:
+            self._launcher = ThreadPoolExecutor(1, thread_name_prefix="kgm-cluster-launcher")
+        node.process = self._launcher.submit(
+            launch_jvm,
             lib_dir,
             node.run_dir,
             log_options(node.run_dir),
             node.jvm_flags,
             append_stdout=append_stdout,
             bind_to_parent=self.bind_to_parent,
-        )
+        ).result()
 
     def _wait_serving(self, node_id: int) -> None:
         node = self._broker(node_id)
@@ -289,6 +296,9 @@ class LocalCluster(Service):
         for node in sorted(self._nodes.values(), key=lambda n: n.node_id == CONTROLLER_NODE_ID):
             _terminate(node, self.stop_timeout_s)
         self._nodes.clear()
+        if self._launcher is not None:
+            self._launcher.shutdown()
+            self._launcher = None
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
