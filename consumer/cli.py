@@ -3,6 +3,8 @@
 ``kgm broker start [--detach]``, ``kgm broker status``, ``kgm broker stop`` manage the local
 Kafka broker of :mod:`consumer.testing.real.broker` (a detached broker belongs to the project of
 the working directory, or to ``--state-dir``: see :mod:`consumer.testing.real.detached`);
+``kgm broker start --brokers N`` runs a local cluster of N brokers and a KRaft controller
+(:mod:`consumer.testing.real.cluster`) in the foreground;
 ``kgm demo`` runs the README's main job; ``kgm timeline plot FILE -o OUT.png`` draws a recorded
 rebalance timeline; ``kgm group list`` and ``kgm group describe GROUP`` show a cluster's groups
 (:mod:`consumer._group_admin`); ``kgm --version`` prints the package version.
@@ -27,6 +29,8 @@ from consumer.testing.timeline_cli import add_timeline_commands
 
 
 def _broker_start(args: argparse.Namespace) -> int:
+    if args.brokers != 1:
+        return _cluster_start(args)
     running = read_broker_state(args.state_dir)
     if running is not None:
         print(f"bootstrap.servers={running.bootstrap_servers}")
@@ -60,6 +64,52 @@ def _broker_start(args: argparse.Namespace) -> int:
     finally:
         broker.stop()
     return 0
+
+
+def _cluster_start(args: argparse.Namespace) -> int:
+    """``kgm broker start --brokers N``: a :class:`LocalCluster` in the foreground until Ctrl-C
+    (or SIGTERM), or until one of its JVMs exits by itself."""
+    import signal
+    import time
+
+    from consumer.testing.real.cluster import LocalCluster
+
+    if not 1 <= args.brokers <= 9:
+        raise SystemExit(f"--brokers takes 1 to 9, got {args.brokers}")
+    if args.detach:
+        raise SystemExit("--detach runs one broker only; run --brokers N in the foreground")
+    if args.port:
+        raise SystemExit("--port applies to one broker only; --brokers N picks free ports")
+    overrides = dict(_parse_override(item) for item in args.override or ())
+    cluster = LocalCluster(
+        brokers=args.brokers, kafka_version=args.kafka_version, overrides=overrides
+    )
+    started = time.monotonic()
+
+    def stop_on_sigterm(_signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
+    try:
+        cluster.start()
+        start_s = time.monotonic() - started
+        print(f"bootstrap.servers={cluster.bootstrap_servers}", flush=True)
+        rss_mib = {node: kib // 1024 for node, kib in sorted(cluster.rss_kib().items())}
+        print(
+            f"{args.brokers} brokers and a KRaft controller (node 0) started in {start_s:.1f} s; "
+            f"resident memory MiB by node {rss_mib} (total {sum(rss_mib.values())} MiB)",
+            file=sys.stderr,
+            flush=True,
+        )
+        print("cluster running in the foreground; Ctrl-C stops it", file=sys.stderr, flush=True)
+        exited = cluster.wait_for_exit()
+        print(f"kgm: node {exited} exited; stopping the cluster", file=sys.stderr, flush=True)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        cluster.stop()
 
 
 def _parse_override(item: str) -> tuple[str, str]:
@@ -118,6 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     start.add_argument("--detach", action="store_true", help="leave it running in the background")
     start.add_argument("--port", type=int, default=0, help="PLAINTEXT port (default: a free one)")
+    start.add_argument(
+        "--brokers",
+        type=int,
+        default=1,
+        help="run a local cluster of this many brokers (1-9) and a KRaft controller, in the "
+        "foreground; prints its bootstrap servers, start time and memory",
+    )
     start.add_argument(
         "--kafka-version",
         default=None,

@@ -8,9 +8,12 @@ stopped are restarted and paused ones resumed after it, so the tests stay indepe
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -18,6 +21,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from consumer.testing.real.cluster import LocalCluster
 
 BROKERS = 3
+
+# The reliability tier's fleet, checks and churn are plain modules of tests/reliability.
+_RELIABILITY = str(Path(__file__).resolve().parents[1] / "reliability")
+if _RELIABILITY not in sys.path:
+    sys.path.insert(0, _RELIABILITY)
 
 
 @pytest.fixture(scope="session")
@@ -65,3 +73,32 @@ def replicated_topic(cluster: LocalCluster, cluster_admin: AdminClient) -> Calla
         return topic
 
     return make
+
+
+@pytest.fixture
+def make_cluster_fleet(
+    cluster: LocalCluster,
+    replicated_topic: Callable[[int], str],
+    tmp_path: Path,
+) -> Iterator[Callable[..., tuple[Any, Any]]]:
+    """``make_cluster_fleet(partitions, **member_defaults)`` -> the reliability tier's ``Fleet``
+    of member processes on a new replicated topic and group of the cluster, and its
+    ``ClusterProducedLog`` (``acks=all``, idempotent). Members left running are killed at
+    teardown."""
+    from cluster_fleet import ClusterProducedLog, ClusterTarget
+    from fleet import Fleet
+
+    made: list[Fleet] = []
+
+    def make(partitions: int, **defaults: object) -> tuple[Fleet, ClusterProducedLog]:
+        topic = replicated_topic(partitions)
+        group = f"group-{uuid.uuid4().hex[:10]}"
+        fleet = Fleet(ClusterTarget(cluster, tmp_path), tmp_path, topic, group, partitions,
+                      **defaults)  # fmt: skip
+        made.append(fleet)
+        return fleet, ClusterProducedLog(cluster.bootstrap_servers, topic, partitions)
+
+    yield make
+    for fleet in made:
+        for member in fleet.members:
+            member.ensure_dead()

@@ -33,6 +33,8 @@ logger.raftserver.name = kafka.server.KafkaRaftServer
 logger.raftserver.level = INFO
 logger.groupcoordinator.name = org.apache.kafka.coordinator.group
 logger.groupcoordinator.level = INFO
+logger.coordinatorruntime.name = org.apache.kafka.coordinator.common.runtime.CoordinatorRuntime
+logger.coordinatorruntime.level = INFO
 """
 
 #: Heap and JIT flags of the short-lived storage-format JVM.

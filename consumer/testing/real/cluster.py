@@ -121,6 +121,10 @@ class LocalCluster(Service):
     bind_to_parent: bool = True
     _root: Path | None = field(default=None, init=False, repr=False)
     _nodes: dict[int, _Node] = field(default_factory=dict, init=False, repr=False)
+    # Every JVM is launched from this one thread: with ``bind_to_parent`` Linux kills a JVM when
+    # the *thread* that forked it ends (PR_SET_PDEATHSIG), so a broker restarted from a test's
+    # worker thread would otherwise die with that thread.
+    _launcher: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 9:
@@ -232,14 +236,17 @@ class LocalCluster(Service):
 
     def _launch(self, lib_dir: Path, node_id: int, *, append_stdout: bool) -> None:
         node = self._nodes[node_id]
-        node.process = launch_jvm(
+        if self._launcher is None:
+            self._launcher = ThreadPoolExecutor(1, thread_name_prefix="kgm-cluster-launcher")
+        node.process = self._launcher.submit(
+            launch_jvm,
             lib_dir,
             node.run_dir,
             log_options(node.run_dir),
             node.jvm_flags,
             append_stdout=append_stdout,
             bind_to_parent=self.bind_to_parent,
-        )
+        ).result()
 
     def _wait_serving(self, node_id: int) -> None:
         node = self._broker(node_id)
@@ -289,6 +296,9 @@ class LocalCluster(Service):
         for node in sorted(self._nodes.values(), key=lambda n: n.node_id == CONTROLLER_NODE_ID):
             _terminate(node, self.stop_timeout_s)
         self._nodes.clear()
+        if self._launcher is not None:
+            self._launcher.shutdown()
+            self._launcher = None
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
@@ -350,6 +360,15 @@ class LocalCluster(Service):
 
         return asyncio.run(run())
 
+    def wait_for_exit(self, poll_interval_s: float = 0.5) -> int:
+        """Block until one node's JVM exits by itself (a killed or stopped one counts too) and
+        return its node id (0: the controller): a foreground cluster's main loop."""
+        while True:
+            for node_id, node in self._nodes.items():
+                if not node.running:
+                    return node_id
+            time.sleep(poll_interval_s)  # a JVM announces its exit to no one: look again
+
     def rss_kib(self) -> dict[int, int]:
         """Resident memory of each running node's JVM in KiB, by node id (0: the controller)."""
         sizes: dict[int, int] = {}
@@ -361,6 +380,12 @@ class LocalCluster(Service):
                         if line.startswith("VmRSS:"):
                             sizes[node_id] = int(line.split()[1])
         return sizes
+
+    def log_path(self, node_id: int) -> Path:
+        """Node ``node_id``'s ``server.log`` (0: the controller); a restarted node appends."""
+        if node_id not in self._nodes:
+            raise ValueError(f"node_id must be one of {sorted(self._nodes)}, got {node_id!r}")
+        return self._nodes[node_id].run_dir / "logs" / "server.log"
 
     def log_tail(self, node_id: int, lines: int = 30) -> str:
         """The last ``lines`` lines of node ``node_id``'s ``server.log`` and JVM stdout."""
