@@ -9,9 +9,9 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import OFFSET_INVALID, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
@@ -21,7 +21,9 @@ from consumer._bridge.queues import ToBackground
 from consumer._client.app_thread import AppThreadServer, CommitWaiter
 from consumer._client.commits import (
     COMMIT_REPORT_GRACE_S,
+    commit_failed,
     commit_outcome,
+    nothing_to_commit,
     offsets_named,
     refuse_foreign,
     sync_commit_timeout_ms,
@@ -108,15 +110,24 @@ class OffsetBook:
         """
         everything = message is None and offsets is None
         consumed = self.consumed(server.owned) if everything else {}
-        chosen = offsets_named(message, offsets, consumed)
+        token = next(self._tokens)
+        on_commit = self._config.on_commit
+        try:
+            chosen = offsets_named(message, offsets, consumed)
+        except ConsumerKafkaException as refused:
+            if not asynchronous or refused.kafka_error.code() != KafkaError._NO_OFFSET:
+                raise
+            if on_commit is not None:  # reported from poll(), as confluent-kafka does
+                owned = dict.fromkeys(server.owned, OFFSET_INVALID)
+                server.commit_waiters[token] = CommitWaiter(owned, _report_to(on_commit, owned))
+                server.to_application.put(nothing_to_commit(token, owned))
+            return None
         if not member_started:
             raise kafka_exception(
                 KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
             )
         refuse_foreign(chosen, server.owned)
-        token = next(self._tokens)
         outcome: list[ReportCommitResult] = []
-        on_commit = self._config.on_commit
 
         def on_result(result: ReportCommitResult) -> None:
             outcome.append(result)
@@ -140,7 +151,7 @@ class OffsetBook:
             raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
         error, partitions = commit_outcome(chosen, outcome[0])
         if error is not None:
-            raise ConsumerKafkaException(error)
+            raise commit_failed(error.code())
         return partitions
 
     def committed(
@@ -168,3 +179,15 @@ class OffsetBook:
             KafkaTopicPartition(tp.topic, tp.partition, offset)
             for tp, offset in zip(wanted, result, strict=True)
         ]
+
+
+def _report_to(
+    on_commit: Callable[..., object], offsets: dict[TopicPartition, int]
+) -> Callable[[ReportCommitResult], None]:
+    """A commit waiter's ``on_result`` that calls ``on_commit(err, partitions)``."""
+
+    def on_result(result: ReportCommitResult) -> None:
+        error, partitions = commit_outcome(offsets, result)
+        on_commit(error, partitions)
+
+    return on_result

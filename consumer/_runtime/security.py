@@ -270,7 +270,7 @@ async def authenticate(
 
     Raises:
         SaslAuthenticationFailedError: wrong credentials or an unverifiable broker.
-        KafkaError: ``UNSUPPORTED_SASL_MECHANISM`` or ``ILLEGAL_SASL_STATE`` from the broker.
+        BrokerError: ``UNSUPPORTED_SASL_MECHANISM`` or ``ILLEGAL_SASL_STATE`` from the broker.
         UnsupportedBrokerError: the broker lacks SaslHandshake v1 or SaslAuthenticate.
         KafkaConnectionError / KafkaTimeoutError: from ``send``.
     """
