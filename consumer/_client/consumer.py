@@ -28,6 +28,7 @@ from consumer._client.errors import (
     ConsumerKafkaException,
     kafka_exception,
 )
+from consumer._client.group_metadata import NO_MEMBER_EPOCH, group_metadata_bytes
 from consumer._client.offsets import OffsetBook
 from consumer._client.polling import PollReporter
 from consumer._client.settings import (
@@ -356,6 +357,28 @@ class Consumer:
     def memberid(self) -> str | None:
         """The member id (client-generated, KIP-1082), or None before subscribing."""
         return None if self._runtime is None else self._runtime.member_id
+
+    def consumer_group_metadata(self) -> bytes:
+        """The group metadata for ``Producer.send_offsets_to_transaction()`` (exactly-once).
+
+        As confluent-kafka's: librdkafka's serialized consumer group metadata (``bytes``), here
+        with this member's id and current member epoch, so the broker commits the offsets in the
+        transaction only while this member still owns them (KIP-447 fencing). Take it right
+        before ``send_offsets_to_transaction``; a consumer that has not subscribed gives epoch
+        -1 and no member id. See ``docs/howto/exactly-once.md``.
+        """
+        self._check_open()
+        runtime = self._runtime
+        member_id, epoch = (
+            ("", NO_MEMBER_EPOCH)
+            if runtime is None
+            else (
+                runtime.member_id,
+                runtime.member_epoch,
+            )
+        )
+        config = self._config
+        return group_metadata_bytes(config.group_id, member_id, epoch, config.group_instance_id)
 
     # --- close ----------------------------------------------------------------------------------
 
