@@ -27,12 +27,14 @@ from consumer._client.errors import (
 from consumer._version import __version__
 from consumer.config import ConfigError, ConsumerConfig, parse_config
 from consumer.errors import BrokerError, ConsumerError
+from consumer.member import CloseOption
 from consumer.share_consumer import SHARE_ACKNOWLEDGE_TYPE_RENEW, ShareConsumer
 
 __all__ = [
     "SHARE_ACKNOWLEDGE_TYPE_RENEW",
     "BrokerError",
     "CallbackMisuseError",
+    "CloseOption",
     "ConfigError",
     "Consumer",
     "ConsumerClosedError",
