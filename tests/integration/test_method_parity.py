@@ -33,10 +33,11 @@ def make(request: pytest.FixtureRequest, kafka_bootstrap: str) -> Iterator[Consu
         factory.close_all()
 
 
-def _produce(bootstrap: str, topic: str, count: int = _RECORDS) -> None:
-    """Values ``0..count-1`` to partition 0, record i timestamped ``_BASE_MS + i * 1000``."""
+def _produce(bootstrap: str, topic: str, count: int = _RECORDS, start: int = 0) -> None:
+    """Values ``start..start+count-1`` to partition 0, value i timestamped
+    ``_BASE_MS + i * 1000``."""
     producer = Producer({"bootstrap.servers": bootstrap})
-    for i in range(count):
+    for i in range(start, start + count):
         producer.produce(topic, str(i).encode(), partition=0, timestamp=_BASE_MS + i * 1000)
     assert producer.flush(30) == 0
 
@@ -85,9 +86,11 @@ def test_pause_holds_records_back_and_resume_delivers_them(
     make: ConsumerFactory, kafka_bootstrap: str, create_topic: Any
 ) -> None:
     topic = create_topic(partitions=1)
-    client = _member(make, topic)
+    _produce(kafka_bootstrap, topic, count=1)
+    client = _subscribed(make, topic)
+    assert _read(client, 1) == [(0, 0)]  # the partition is being fetched
     client.pause([TopicPartition(topic, 0)])
-    _produce(kafka_bootstrap, topic)
+    _produce(kafka_bootstrap, topic, start=1)
 
     def nothing_delivered() -> bool:
         message = client.poll(0.1)
@@ -95,7 +98,7 @@ def test_pause_holds_records_back_and_resume_delivers_them(
 
     holds_for(nothing_delivered, 1.5, "no record while paused")
     client.resume([TopicPartition(topic, 0)])
-    assert _read(client, _RECORDS) == [(i, i) for i in range(_RECORDS)]
+    assert _read(client, _RECORDS) == [(i, i) for i in range(1, _RECORDS + 1)]
 
 
 def test_seek_rereads_from_the_given_offset(
