@@ -20,8 +20,9 @@ from tests.support import CONFLUENT, OURS, holds_for, wait_until
 pytestmark = pytest.mark.integration
 
 _RECORDS = 10
-#: Base of the record timestamps offsets_for_times looks up: record i is at base + i s.
-_BASE_MS = 1_700_000_000_000
+#: Base of the record timestamps offsets_for_times looks up: record i is at base + i s. An hour
+#: ago: far older timestamps would let the broker's retention delete the records mid-test.
+_BASE_MS = int(time.time() * 1000) - 3_600_000
 
 
 @pytest.fixture(params=[CONFLUENT, OURS])
