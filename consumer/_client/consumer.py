@@ -33,7 +33,7 @@ from consumer._client.errors import (
     ConsumerClosedError,
     kafka_exception,
 )
-from consumer._client.group_metadata import NO_MEMBER_EPOCH, group_metadata_bytes
+from consumer._client.group_metadata import consumer_group_metadata
 from consumer._client.offsets import OffsetBook
 from consumer._client.polling import PollReporter
 from consumer._client.settings import (
@@ -373,17 +373,7 @@ class Consumer:
         """The group metadata for ``Producer.send_offsets_to_transaction()``: confluent-kafka's
         bytes with this member's id and epoch (see ``docs/howto/exactly-once.md``)."""
         self._check_open()
-        runtime = self._runtime
-        member_id, epoch = (
-            ("", NO_MEMBER_EPOCH)
-            if runtime is None
-            else (
-                runtime.member_id,
-                runtime.member_epoch,
-            )
-        )
-        config = self._config
-        return group_metadata_bytes(config.group_id, member_id, epoch, config.group_instance_id)
+        return consumer_group_metadata(self._config, self.memberid(), self.member_epoch)
 
     # --- close ----------------------------------------------------------------------------------
 

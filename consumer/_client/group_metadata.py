@@ -28,8 +28,9 @@ import struct
 from confluent_kafka import KafkaError
 
 from consumer._client.errors import kafka_exception
+from consumer.config import ConsumerConfig
 
-__all__ = ["NO_MEMBER_EPOCH", "group_metadata_bytes"]
+__all__ = ["NO_MEMBER_EPOCH", "consumer_group_metadata", "group_metadata_bytes"]
 
 _MAGIC = b"CGMDv2:"
 #: The epoch (librdkafka: generation) of a consumer that is not a group member.
@@ -52,6 +53,14 @@ def group_metadata_bytes(
     else:
         parts += [b"\x00", _c_string("group.instance.id", group_instance_id)]
     return b"".join(parts)
+
+
+def consumer_group_metadata(config: ConsumerConfig, member_id: str | None, epoch: int) -> bytes:
+    """``Consumer.consumer_group_metadata()`` of a consumer configured with ``config``: its
+    member's id and epoch, or (``member_id`` None: not subscribed) no member id and epoch -1."""
+    if member_id is None:
+        member_id, epoch = "", NO_MEMBER_EPOCH
+    return group_metadata_bytes(config.group_id, member_id, epoch, config.group_instance_id)
 
 
 def _c_string(name: str, value: str) -> bytes:

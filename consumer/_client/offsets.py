@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from confluent_kafka import OFFSET_INVALID, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -39,7 +39,7 @@ from consumer.member import (
     TopicPartition,
 )
 
-__all__ = ["COMMITTED_DEFAULT_TIMEOUT_S", "OffsetBook"]
+__all__ = ["COMMITTED_DEFAULT_TIMEOUT_S", "OffsetBook", "offsets_to_commit"]
 
 #: How long ``committed()`` waits when called without a timeout (or a negative one).
 COMMITTED_DEFAULT_TIMEOUT_S = 60.0
@@ -112,15 +112,16 @@ class OffsetBook:
         consumed = self.consumed(server.owned) if everything else {}
         token = next(self._tokens)
         on_commit = self._config.on_commit
-        try:
-            chosen = offsets_named(message, offsets, consumed)
-        except ConsumerKafkaException as refused:
-            if not asynchronous or refused.kafka_error.code() != KafkaError._NO_OFFSET:
-                raise
-            if on_commit is not None:  # reported from poll(), as confluent-kafka does
-                owned = dict.fromkeys(server.owned, OFFSET_INVALID)
-                server.commit_waiters[token] = CommitWaiter(owned, _report_to(on_commit, owned))
-                server.to_application.put(nothing_to_commit(token, owned))
+        chosen = offsets_to_commit(
+            server,
+            token,
+            message,
+            offsets,
+            consumed,
+            asynchronous=asynchronous,
+            on_commit=on_commit,
+        )
+        if chosen is None:
             return None
         if not member_started:
             raise kafka_exception(
@@ -191,3 +192,28 @@ def _report_to(
         on_commit(error, partitions)
 
     return on_result
+
+
+def offsets_to_commit(
+    server: AppThreadServer,
+    token: int,
+    message: Message | None,
+    offsets: list[KafkaTopicPartition] | None,
+    consumed: Mapping[TopicPartition, int],
+    *,
+    asynchronous: bool,
+    on_commit: Callable[..., object] | None,
+) -> dict[TopicPartition, int] | None:
+    """:func:`~consumer._client.commits.offsets_named`, except that an asynchronous commit with
+    nothing to commit returns None and, as confluent-kafka, reports ``_NO_OFFSET`` to
+    ``on_commit`` from the next ``poll()`` (with the owned partitions at ``OFFSET_INVALID``)."""
+    try:
+        return offsets_named(message, offsets, consumed)
+    except ConsumerKafkaException as refused:
+        if not asynchronous or refused.kafka_error.code() != KafkaError._NO_OFFSET:
+            raise
+    if on_commit is not None:
+        owned = dict.fromkeys(server.owned, OFFSET_INVALID)
+        server.commit_waiters[token] = CommitWaiter(owned, _report_to(on_commit, owned))
+        server.to_application.put(nothing_to_commit(token, owned))
+    return None
