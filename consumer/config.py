@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal, cast
 
+from confluent_kafka import KafkaError
+
 from consumer._config.spec import (
     CLASSIC_ONLY,
     KEY_ALIASES,
@@ -30,7 +32,6 @@ from consumer._config.spec import (
     SPECS,
     KeySpec,
     Owner,
-    accepted_keys,
     is_secret_key,
     spec_default,
 )
@@ -73,9 +74,13 @@ class ConfigError(ConsumerError, ValueError):
     """A configuration key or value is not accepted. The message names the key, shows the given
     value (``'***'`` for secrets) and says what is allowed.
 
-    A :class:`~consumer.errors.ConsumerError` (the root of this package's exceptions) and, as
-    confluent-kafka's configuration errors are, a ``ValueError``.
+    As confluent-kafka's constructor errors are, a ``confluent_kafka.KafkaException`` whose
+    ``args[0].code()`` is ``KafkaError._INVALID_ARG`` (through
+    :class:`~consumer.errors.ConsumerError`, the root of this package's exceptions); also a
+    ``ValueError``, which confluent-kafka raises for a missing ``group.id``.
     """
+
+    kafka_code = KafkaError._INVALID_ARG
 
 
 @dataclass(frozen=True)
@@ -237,7 +242,9 @@ def _canonical_key(key: object, value: object) -> str:
         raise ConfigError(f"'{key}' is not accepted: {REFUSED[key]}.")
     if key in KNOWN_KEYS:  # pragma: no cover - every known key is classified above
         raise ConfigError(f"'{key}' is not accepted by this consumer; see {_DOCS}.")
-    matches = difflib.get_close_matches(key, accepted_keys(), n=3)
+    # Suggest from every key librdkafka knows, refused ones too: the message of the suggested key
+    # then says why it is refused, rather than the user hunting for a key that is not there.
+    matches = difflib.get_close_matches(key, sorted(KNOWN_KEYS), n=3)
     if matches:
         hint = " or ".join(f"'{m}'" for m in matches)
         raise ConfigError(f"'{key}' is not a configuration key; did you mean {hint}?")

@@ -1,8 +1,12 @@
 """Exceptions raised by the consumer SDK.
 
-Everything derives from :class:`ConsumerError`. Two branches hang below it:
+Everything derives from :class:`ConsumerError`, which is a ``confluent_kafka.KafkaException``:
+``except KafkaException as e`` catches every error of this SDK, and ``e.args[0]`` is a
+``confluent_kafka.KafkaError`` whose ``code()`` is the broker's code (or librdkafka's negative
+code for a client-side failure), exactly as with confluent-kafka. Two branches hang below it:
 
-* :class:`KafkaError` -- an error code sent by a broker. Every code in kio's
+* :class:`BrokerError` -- an error code sent by a broker (named ``KafkaError`` up to 0.1.0; that
+  name now means confluent-kafka's error *value*, as in confluent-kafka). Every code in kio's
   :class:`~kio.schema.errors.ErrorCode` maps to a class (see :func:`error_for_code`) whose
   ``retriable`` flag is kio's. Codes this project acts on have named classes, grouped in families
   (:class:`RetriableError`, :class:`CoordinatorError`, :class:`MemberFencedError`,
@@ -13,7 +17,8 @@ Everything derives from :class:`ConsumerError`. Two branches hang below it:
 
 Two more branches live next to the code that raises them: :class:`consumer.config.ConfigError`
 (also a ``ValueError``) and :class:`consumer.member.errors.MemberError` (misuse of the member
-core). This module imports only the standard library and kio, so every layer may import it.
+core). This module imports only the standard library, kio and confluent-kafka's two error types,
+so every layer may import it.
 Code names come from kio alone (:func:`kafka_error_name`).
 """
 
@@ -27,11 +32,13 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from confluent_kafka import KafkaError, KafkaException
 from kio.schema.errors import ErrorCode
 
 __all__ = [
     "ERROR_CLASSES",
     "AuthorizationError",
+    "BrokerError",
     "ConsumerError",
     "CoordinatorError",
     "CoordinatorLoadInProgressError",
@@ -47,7 +54,6 @@ __all__ = [
     "InvalidRegularExpressionError",
     "InvalidRequestError",
     "KafkaConnectionError",
-    "KafkaError",
     "KafkaTimeoutError",
     "MemberFencedError",
     "NetworkExceptionError",
@@ -74,8 +80,44 @@ __all__ = [
 ]
 
 
-class ConsumerError(Exception):
-    """Root of every exception this SDK raises on purpose."""
+class ConsumerError(KafkaException):
+    """Root of every exception this SDK raises on purpose.
+
+    A ``confluent_kafka.KafkaException``: ``args[0]`` (also :attr:`kafka_error`) is a
+    ``confluent_kafka.KafkaError`` with the error's code (:attr:`kafka_code` of the class unless
+    a broker sent one), the message as its ``str()``, and ``retriable()``; ``str(exc)`` is the
+    message. Built from a message, or from a ``KafkaError`` (how copies are made).
+    """
+
+    kafka_code: ClassVar[int] = KafkaError._FAIL
+    """The ``confluent_kafka.KafkaError`` code of the class (librdkafka's local codes)."""
+
+    def __init__(
+        self, message: object = None, *, code: int | None = None, fatal: bool = False
+    ) -> None:
+        """``code`` overrides the class's :attr:`kafka_code` (e.g. a broker code the error
+        carries); ``fatal`` sets ``KafkaError.fatal()`` (the client cannot go on)."""
+        if isinstance(message, KafkaError):
+            error = message
+        else:
+            reason = None if message is None or message == "" else _reason(str(message))
+            error = KafkaError(self.kafka_code if code is None else code, reason, fatal=fatal)
+        super().__init__(error)
+
+    @property
+    def kafka_error(self) -> KafkaError:
+        """The ``confluent_kafka.KafkaError`` this exception carries (``args[0]``)."""
+        error = self.args[0]
+        assert isinstance(error, KafkaError)
+        return error
+
+    def __str__(self) -> str:
+        return str(self.kafka_error.str())
+
+
+def _reason(text: str) -> str:
+    """``text`` as a ``KafkaError`` reason (a C string: a NUL byte is shown escaped)."""
+    return text.replace("\x00", "\\x00")
 
 
 # --------------------------------------------------------------------------------------------
@@ -84,19 +126,31 @@ class ConsumerError(Exception):
 
 
 class KafkaConnectionError(ConsumerError):
-    """A broker could not be reached, refused the connection, or the connection was closed."""
+    """A broker could not be reached, refused the connection, or the connection was closed
+    (``_TRANSPORT``)."""
+
+    kafka_code = KafkaError._TRANSPORT
 
 
 class KafkaTimeoutError(ConsumerError):
-    """An operation did not complete within its time budget (connect, request, lookup)."""
+    """An operation did not complete within its time budget (connect, request, lookup;
+    ``_TIMED_OUT``)."""
+
+    kafka_code = KafkaError._TIMED_OUT
 
 
 class ProtocolError(ConsumerError):
-    """The peer sent bytes that are not a valid Kafka response (is it really a Kafka broker?)."""
+    """The peer sent bytes that are not a valid Kafka response (is it really a Kafka broker?
+    ``_BAD_MSG``)."""
+
+    kafka_code = KafkaError._BAD_MSG
 
 
 class UnsupportedBrokerError(ConsumerError):
-    """The broker lacks an API or an API version this SDK needs (for example no KIP-848)."""
+    """The broker lacks an API or an API version this SDK needs (for example no KIP-848;
+    ``_UNSUPPORTED_FEATURE``)."""
+
+    kafka_code = KafkaError._UNSUPPORTED_FEATURE
 
 
 # --------------------------------------------------------------------------------------------
@@ -104,8 +158,14 @@ class UnsupportedBrokerError(ConsumerError):
 # --------------------------------------------------------------------------------------------
 
 
-class KafkaError(ConsumerError):
+class BrokerError(ConsumerError):
     """An error code returned by a Kafka broker.
+
+    Named ``KafkaError`` up to 0.1.0: ``consumer.KafkaError`` is now confluent-kafka's error value,
+    as in confluent-kafka. Replace ``except consumer.KafkaError`` with ``except BrokerError`` (or
+    with ``except KafkaException`` and ``e.args[0].code()``, which works for confluent-kafka too);
+    the attributes below are unchanged. ``args[0]`` is a ``confluent_kafka.KafkaError`` with the
+    broker's code, the message and kio's ``retriable`` flag.
 
     Attributes:
         code: the numeric Kafka error code.
@@ -123,7 +183,7 @@ class KafkaError(ConsumerError):
     def __init_subclass__(
         cls, *, code: ErrorCode | None = None, hint: str | None = None, **kwargs: Any
     ) -> None:
-        """``class X(KafkaError, code=ErrorCode.x)`` makes ``X`` the class of code ``x``; its
+        """``class X(BrokerError, code=ErrorCode.x)`` makes ``X`` the class of code ``x``; its
         hint is ``hint`` or else its docstring (on one line)."""
         super().__init_subclass__(**kwargs)
         if code is not None:
@@ -137,7 +197,12 @@ class KafkaError(ConsumerError):
     broker_message: str | None
     message: str
 
-    def __init__(self, broker_message: str | None = None, *, code: int | None = None) -> None:
+    def __init__(
+        self, broker_message: str | KafkaError | None = None, *, code: int | None = None
+    ) -> None:
+        rendered: str | None = None
+        if isinstance(broker_message, KafkaError):  # a copy: type(error)(*error.args)
+            code, rendered, broker_message = broker_message.code(), broker_message.str(), None
         kio_code = type(self).error_code
         if code is None:
             if kio_code is None:
@@ -148,8 +213,11 @@ class KafkaError(ConsumerError):
         self.name = kafka_error_name(code) or f"UNKNOWN_ERROR_CODE_{code}"
         self.retriable = known.retriable if known is not None else False
         self.broker_message = broker_message
-        self.message = self._render(known)
-        super().__init__(self.message)
+        self.message = self._render(known) if rendered is None else rendered
+        super().__init__(KafkaError(code, _reason(self.message), retriable=self.retriable))
+
+    def __str__(self) -> str:
+        return self.message
 
     def _render(self, known: ErrorCode | None) -> str:
         if self.broker_message:
@@ -169,7 +237,7 @@ class KafkaError(ConsumerError):
         return (_rebuild_kafka_error, (self.code, self.broker_message))
 
 
-def _rebuild_kafka_error(code: int, broker_message: str | None) -> KafkaError:
+def _rebuild_kafka_error(code: int, broker_message: str | None) -> BrokerError:
     return error_for_code(code, broker_message)
 
 
@@ -187,11 +255,11 @@ def kafka_error_name(code: int) -> str | None:
     return None if known is None else known.name.upper()
 
 
-#: The class of each code, filled by ``KafkaError.__init_subclass__`` (named classes first).
-_CLASS_OF_CODE: dict[ErrorCode, type[KafkaError]] = {}
+#: The class of each code, filled by ``BrokerError.__init_subclass__`` (named classes first).
+_CLASS_OF_CODE: dict[ErrorCode, type[BrokerError]] = {}
 
 
-class RetriableError(KafkaError):
+class RetriableError(BrokerError):
     """A transient broker error: the same request may succeed if sent again after a backoff."""
 
 
@@ -199,18 +267,18 @@ class CoordinatorError(RetriableError):
     """The group coordinator moved, is unknown, or is still loading: find it again and retry."""
 
 
-class MemberFencedError(KafkaError):
+class MemberFencedError(BrokerError):
     """The coordinator no longer accepts this member's id or epoch.
 
     The member must give up its partitions (as lost) and rejoin with epoch 0.
     """
 
 
-class FatalGroupError(KafkaError):
+class FatalGroupError(BrokerError):
     """A non-retriable group error: membership cannot continue without a change by the user."""
 
 
-class AuthorizationError(KafkaError):
+class AuthorizationError(BrokerError):
     """The principal is not allowed to perform the operation (check the broker's ACLs)."""
 
 
@@ -257,15 +325,15 @@ class UnknownMemberIdError(MemberFencedError, code=ErrorCode.unknown_member_id):
     """The member must release its partitions as lost and rejoin with epoch 0."""
 
 
-class StaleMemberEpochError(KafkaError, code=ErrorCode.stale_member_epoch):
+class StaleMemberEpochError(BrokerError, code=ErrorCode.stale_member_epoch):
     """The member epoch used for the commit or fetch is not current; retry with the newest epoch."""
 
 
-class IllegalGenerationError(KafkaError, code=ErrorCode.illegal_generation):
+class IllegalGenerationError(BrokerError, code=ErrorCode.illegal_generation):
     """The generation or epoch used is not current; rejoin the group."""
 
 
-class RebalanceInProgressError(KafkaError, code=ErrorCode.rebalance_in_progress):
+class RebalanceInProgressError(BrokerError, code=ErrorCode.rebalance_in_progress):
     """The group is rebalancing; retry once the member has its new assignment."""
 
 
@@ -307,11 +375,11 @@ class UnsupportedVersionError(FatalGroupError, code=ErrorCode.unsupported_versio
     """
 
 
-class OffsetMetadataTooLargeError(KafkaError, code=ErrorCode.offset_metadata_too_large):
+class OffsetMetadataTooLargeError(BrokerError, code=ErrorCode.offset_metadata_too_large):
     """Shorten the commit metadata string (broker offset.metadata.max.bytes)."""
 
 
-class UnknownServerError(KafkaError, code=ErrorCode.unknown_server_error):
+class UnknownServerError(BrokerError, code=ErrorCode.unknown_server_error):
     """Check the broker logs."""
 
 
@@ -331,13 +399,13 @@ def _class_name_for(code: ErrorCode) -> str:
     return camel if camel.endswith(("Error", "Exception")) else f"{camel}Error"
 
 
-def _family_for(code: ErrorCode) -> type[KafkaError]:
+def _family_for(code: ErrorCode) -> type[BrokerError]:
     if code.name.endswith("_authorization_failed"):
         return AuthorizationError
-    return RetriableError if code.retriable else KafkaError
+    return RetriableError if code.retriable else BrokerError
 
 
-def _generated_class(code: ErrorCode) -> type[KafkaError]:
+def _generated_class(code: ErrorCode) -> type[BrokerError]:
     namespace: dict[str, object] = {
         "__module__": __name__,
         "__doc__": f"Kafka error {code.name.upper()} ({int(code)}).",
@@ -345,22 +413,22 @@ def _generated_class(code: ErrorCode) -> type[KafkaError]:
     return type(_class_name_for(code), (_family_for(code),), namespace, code=code, hint="")
 
 
-def _build_registry() -> Mapping[ErrorCode, type[KafkaError]]:
+def _build_registry() -> Mapping[ErrorCode, type[BrokerError]]:
     for code in ErrorCode:
         if code is not ErrorCode.none and code not in _CLASS_OF_CODE:
             _generated_class(code)
     return MappingProxyType(dict(_CLASS_OF_CODE))
 
 
-ERROR_CLASSES: Mapping[ErrorCode, type[KafkaError]] = _build_registry()
+ERROR_CLASSES: Mapping[ErrorCode, type[BrokerError]] = _build_registry()
 """The exception class of every error code kio knows (``ErrorCode.none`` excluded)."""
 
 
-def error_for_code(code: int, message: str | None = None) -> KafkaError:
+def error_for_code(code: int, message: str | None = None) -> BrokerError:
     """Return the exception for a non-zero Kafka error code, carrying the broker's message.
 
     Codes kio does not know (from a newer broker) give a plain, non-retriable
-    :class:`KafkaError`.
+    :class:`BrokerError`.
 
     Raises:
         ValueError: if ``code`` is 0 (``NONE`` is not an error).
@@ -369,11 +437,11 @@ def error_for_code(code: int, message: str | None = None) -> KafkaError:
         raise ValueError("error code 0 (NONE) is not an error")
     known = _known_code(code)
     if known is None:
-        return KafkaError(message, code=code)
+        return BrokerError(message, code=code)
     return ERROR_CLASSES[known](message)
 
 
-def error_or_none(code: int, message: str | None = None) -> KafkaError | None:
+def error_or_none(code: int, message: str | None = None) -> BrokerError | None:
     """Like :func:`error_for_code`, but returns None for code 0."""
     return None if code == 0 else error_for_code(code, message)
 

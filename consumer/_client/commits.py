@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 from confluent_kafka import KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from consumer._client.errors import kafka_exception
+from consumer._client.errors import ConsumerKafkaException, kafka_exception
 from consumer.member import ReportCommitResult, TopicPartition
 
 #: How much longer than a synchronous commit's own deadline the caller waits for the member's
@@ -45,8 +45,20 @@ def offsets_named(
     else:
         chosen = dict(consumed)
     if not chosen:
-        raise kafka_exception(KafkaError._NO_OFFSET, "no offsets to commit")
+        raise commit_failed(KafkaError._NO_OFFSET)
     return chosen
+
+
+def commit_failed(code: int) -> ConsumerKafkaException:
+    """A synchronous commit's failure as confluent-kafka raises it: ``KafkaException`` with the
+    code (``_NO_OFFSET``, or the first partition's broker error) and ``Commit failed: <reason>``."""
+    return kafka_exception(code, f"Commit failed: {KafkaError(code).str()}")
+
+
+def nothing_to_commit(token: int, owned: Collection[TopicPartition]) -> ReportCommitResult:
+    """What an asynchronous commit with nothing to commit reports to ``on_commit``, as
+    confluent-kafka does: ``_NO_OFFSET`` for each owned partition (at ``OFFSET_INVALID``)."""
+    return ReportCommitResult(token, dict.fromkeys(owned, KafkaError._NO_OFFSET))
 
 
 def refuse_foreign(chosen: Collection[TopicPartition], owned: Collection[TopicPartition]) -> None:

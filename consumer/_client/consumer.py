@@ -21,12 +21,18 @@ from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._bridge.quiet import QuietWindow
 from consumer._client.app_thread import AppThreadServer, Callbacks, RebalanceCallback
+from consumer._client.closing import (
+    close_budget_s,
+    close_option,
+    serve_until_closed,
+    stop_timeout_s,
+)
 from consumer._client.dataplane import DataPlane
 from consumer._client.errors import (
     CallbackMisuseError,
     ConsumerClosedError,
-    ConsumerKafkaException,
 )
+from consumer._client.group_metadata import consumer_group_metadata
 from consumer._client.manual import ManualAssignment
 from consumer._client.metrics import member_metrics, with_member_stats
 from consumer._client.offsets import OffsetBook
@@ -46,7 +52,13 @@ from consumer._client.settings import (
 )
 from consumer._runtime import BackgroundRuntime
 from consumer.config import ConsumerConfig, parse_config
-from consumer.member import CloseRequested, MemberState, TopicPartition, Unsubscribed
+from consumer.member import (
+    CloseOption,
+    CloseRequested,
+    MemberState,
+    TopicPartition,
+    Unsubscribed,
+)
 
 
 class Consumer:
@@ -360,12 +372,32 @@ class Consumer:
         """The member id (client-generated, KIP-1082), or None before subscribing."""
         return None if self._runtime is None else self._runtime.member_id
 
+    def consumer_group_metadata(self) -> bytes:
+        """The group metadata for ``Producer.send_offsets_to_transaction()``: confluent-kafka's
+        bytes with this member's id and epoch (see ``docs/howto/exactly-once.md``)."""
+        self._check_open()
+        return consumer_group_metadata(self._config, self.memberid(), self.member_epoch)
+
     # --- close ----------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Commit (with auto-commit), run on_revoke, leave the group, stop every thread."""
+    def close(
+        self,
+        *,
+        group_membership: CloseOption | str = CloseOption.DEFAULT,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit (with auto-commit), run on_revoke, leave the group, stop every thread.
+
+        ``close()`` is confluent-kafka's. The keywords are Java's ``CloseOptions`` (extra):
+        ``group_membership`` is a :class:`consumer.CloseOption` (``DEFAULT``: a dynamic member
+        leaves, a static one keeps its seat for the session timeout; ``LEAVE_GROUP``;
+        ``REMAIN_IN_GROUP``) and ``timeout`` bounds the close in seconds (see
+        :mod:`consumer._client.closing`).
+        """
         if self._closed:
             return
+        option = close_option(group_membership)
+        budget_s = close_budget_s(timeout, self._config.max_poll_interval_ms)
         self._check_not_in_callback("close")
         self._fast_poll_ok = False
         try:
@@ -373,19 +405,11 @@ class Consumer:
             runtime = self._runtime
             if runtime is not None and not runtime.finished:
                 self._offsets.report_consumed(self._server.owned)
-                self._to_background.put(CloseRequested())
-                deadline = time.monotonic() + self._config.max_poll_interval_ms / 1000
-                while not self._server.shut_down and not runtime.finished:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        break
-                    try:
-                        self._server.serve()
-                    except ConsumerKafkaException:
-                        if self._server.fatal_error is not None:
-                            break
-                    self._to_application.wait(min(remaining, POLL_SLICE_S))
-                runtime.stop(timeout_s=10.0)
+                self._to_background.put(CloseRequested(option))
+                left_s = serve_until_closed(
+                    self._server, runtime, self._to_application, budget_s, POLL_SLICE_S
+                )
+                runtime.stop(timeout_s=stop_timeout_s(left_s, timeout))
         finally:
             self._closed = True
             self._dataplane.close()

@@ -1,26 +1,20 @@
 """Errors raised by :class:`consumer.Consumer`.
 
-They are both our :class:`~consumer.errors.ConsumerError` and ``confluent_kafka.KafkaException``,
-so code written for ``confluent_kafka.Consumer`` (``except KafkaException as e:
-e.args[0].code()``) keeps working after the one-import switch.
+Like every exception of this package they are ``confluent_kafka.KafkaException`` (through
+:class:`~consumer.errors.ConsumerError`), so code written for ``confluent_kafka.Consumer``
+(``except KafkaException as e: e.args[0].code()``) keeps working after the one-import switch.
 """
 
 from __future__ import annotations
 
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError
 
 from consumer.errors import ConsumerError
 
 
-class ConsumerKafkaException(ConsumerError, KafkaException):
-    """A failure of the consumer; ``args[0]`` is a ``confluent_kafka.KafkaError``."""
-
-    @property
-    def kafka_error(self) -> KafkaError:
-        """The ``confluent_kafka.KafkaError`` this exception carries."""
-        error = self.args[0]
-        assert isinstance(error, KafkaError)
-        return error
+class ConsumerKafkaException(ConsumerError):
+    """A failure of the consumer with a librdkafka or broker code; ``args[0]`` is a
+    ``confluent_kafka.KafkaError`` (``str()`` is ``NAME: reason``)."""
 
     def __str__(self) -> str:
         error = self.kafka_error
@@ -35,8 +29,13 @@ def kafka_exception(
 
 
 class ConsumerClosedError(ConsumerError, RuntimeError):
-    """A method was called on a closed consumer (confluent-kafka raises RuntimeError too)."""
+    """A method was called on a closed consumer (confluent-kafka raises ``RuntimeError``, which
+    this is too; its code is ``_STATE``)."""
+
+    kafka_code = KafkaError._STATE
 
 
 class CallbackMisuseError(ConsumerError, RuntimeError):
-    """A method that may not run inside a rebalance callback was called from one."""
+    """A method that may not run inside a rebalance callback was called from one (``_STATE``)."""
+
+    kafka_code = KafkaError._STATE

@@ -12,7 +12,7 @@ import functools
 import itertools
 from collections.abc import Callable, Collection, Iterable, Mapping
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import OFFSET_INVALID, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
@@ -22,7 +22,9 @@ from consumer._bridge.queues import ToBackground
 from consumer._client.app_thread import AppThreadServer, CommitWaiter
 from consumer._client.commits import (
     COMMIT_REPORT_GRACE_S,
+    commit_failed,
     commit_outcome,
+    nothing_to_commit,
     offsets_named,
     refuse_foreign,
     sync_commit_timeout_ms,
@@ -38,7 +40,7 @@ from consumer.member import (
     TopicPartition,
 )
 
-__all__ = ["COMMITTED_DEFAULT_TIMEOUT_S", "OffsetBook"]
+__all__ = ["COMMITTED_DEFAULT_TIMEOUT_S", "OffsetBook", "offsets_to_commit"]
 
 #: How long ``committed()`` waits when called without a timeout (or a negative one).
 COMMITTED_DEFAULT_TIMEOUT_S = 60.0
@@ -136,8 +138,8 @@ class OffsetBook:
         (:func:`~consumer._bridge.last_poll.monotonic_ms` time); a synchronous commit returns
         before that report runs out.
         """
-        outcome: list[ReportCommitResult] = []
         on_commit = self._config.on_commit
+        outcome: list[ReportCommitResult] = []
 
         def on_result(chosen: dict[TopicPartition, int], result: ReportCommitResult) -> None:
             outcome.append(result)
@@ -145,7 +147,12 @@ class OffsetBook:
                 on_commit(*commit_outcome(chosen, result))
 
         if asynchronous:
-            self.request_commit(server, message, offsets, None, start_runtime, on_result)
+            try:
+                self.request_commit(server, message, offsets, None, start_runtime, on_result)
+            except ConsumerKafkaException as refused:
+                if refused.kafka_error.code() != KafkaError._NO_OFFSET:
+                    raise
+                report_nothing_to_commit(server, next(self._tokens), server.assigned(), on_commit)
             return None
         # A synchronous commit is retried only while the caller waits for it: once it gave up
         # (and perhaps consumed on), a late retry must not overwrite newer offsets.
@@ -161,7 +168,7 @@ class OffsetBook:
             raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
         error, partitions = commit_outcome(chosen, outcome[0])
         if error is not None:
-            raise ConsumerKafkaException(error)
+            raise commit_failed(error.code())
         return partitions
 
     def request_commit(
@@ -212,3 +219,50 @@ class OffsetBook:
             KafkaTopicPartition(tp.topic, tp.partition, offset)
             for tp, offset in zip(wanted, result, strict=True)
         ]
+
+
+def _report_to(
+    on_commit: Callable[..., object], offsets: dict[TopicPartition, int]
+) -> Callable[[ReportCommitResult], None]:
+    """A commit waiter's ``on_result`` that calls ``on_commit(err, partitions)``."""
+
+    def on_result(result: ReportCommitResult) -> None:
+        error, partitions = commit_outcome(offsets, result)
+        on_commit(error, partitions)
+
+    return on_result
+
+
+def offsets_to_commit(
+    server: AppThreadServer,
+    token: int,
+    message: Message | None,
+    offsets: list[KafkaTopicPartition] | None,
+    consumed: Mapping[TopicPartition, int],
+    *,
+    asynchronous: bool,
+    on_commit: Callable[..., object] | None,
+) -> dict[TopicPartition, int] | None:
+    """:func:`~consumer._client.commits.offsets_named`, except that an asynchronous commit with
+    nothing to commit returns None after :func:`report_nothing_to_commit`."""
+    try:
+        return offsets_named(message, offsets, consumed)
+    except ConsumerKafkaException as refused:
+        if not asynchronous or refused.kafka_error.code() != KafkaError._NO_OFFSET:
+            raise
+    report_nothing_to_commit(server, token, server.owned, on_commit)
+    return None
+
+
+def report_nothing_to_commit(
+    server: AppThreadServer,
+    token: int,
+    partitions: Iterable[TopicPartition],
+    on_commit: Callable[..., object] | None,
+) -> None:
+    """An asynchronous commit with nothing to commit: as confluent-kafka, ``on_commit`` gets
+    ``_NO_OFFSET`` from the next ``poll()``, with ``partitions`` at ``OFFSET_INVALID``."""
+    if on_commit is not None:
+        at_invalid = dict.fromkeys(partitions, OFFSET_INVALID)
+        server.commit_waiters[token] = CommitWaiter(at_invalid, _report_to(on_commit, at_invalid))
+        server.to_application.put(nothing_to_commit(token, at_invalid))

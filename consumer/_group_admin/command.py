@@ -22,9 +22,9 @@ from confluent_kafka import KafkaException
 
 from consumer.config import ConfigError, SecurityConfig, parse_config
 from consumer.errors import (
+    BrokerError,
     ConsumerError,
     KafkaConnectionError,
-    KafkaError,
     KafkaTimeoutError,
 )
 from consumer.testing.real.detached import read_broker_state
@@ -323,7 +323,7 @@ async def _with_admin(
                 f"could not reach the Kafka cluster at {bootstrap} within {timeout_ms} ms "
                 f"(--timeout): {reason}"
             ) from None
-        except KafkaError as error:  # e.g. SASL_AUTHENTICATION_FAILED; names no secret
+        except BrokerError as error:  # e.g. SASL_AUTHENTICATION_FAILED; names no secret
             raise CommandError(
                 f"the Kafka cluster at {bootstrap} refused the connection: "
                 f"{type(error).__name__}: {error}"

@@ -38,7 +38,7 @@ from consumer._wire import (
     parse_share_group_describe_response,
 )
 from consumer.config import ConfigError, SecurityConfig
-from consumer.errors import ConsumerError, GroupIdNotFoundError, KafkaError
+from consumer.errors import BrokerError, ConsumerError, GroupIdNotFoundError
 
 from .model import (
     CLASSIC,
@@ -327,6 +327,6 @@ def _listing(group: ListedGroup, members: int | None) -> GroupListing:
     return GroupListing(group.group_id, group.group_type, group.state, members)
 
 
-def _raise(error: KafkaError | None) -> None:
+def _raise(error: BrokerError | None) -> None:
     if error is not None:
         raise error

@@ -29,7 +29,7 @@ from consumer._wire import (
     parse_offset_fetch_response,
 )
 from consumer._wire.offsets import TopicPartition as WireTopicPartition
-from consumer.errors import ConsumerError, KafkaError, UnsupportedBrokerError
+from consumer.errors import BrokerError, ConsumerError, UnsupportedBrokerError
 from consumer.member import (
     CommitCompleted,
     CommitOffsets,
@@ -100,7 +100,7 @@ class GroupRequests:
             result = parse_heartbeat_response(response)
         except UnsupportedBrokerError as exc:
             return HeartbeatFailed(command.request_id, UNSUPPORTED_VERSION, str(exc))
-        except KafkaError as exc:
+        except BrokerError as exc:
             if exc.retriable:
                 return HeartbeatTransportFailed(command.request_id, str(exc))
             return HeartbeatFailed(command.request_id, exc.code, exc.message)
@@ -125,7 +125,7 @@ class GroupRequests:
             location = await self._cluster.find_coordinator(self._group_id, refresh=True)
         except UnsupportedBrokerError as exc:
             return CoordinatorLost(str(exc), UNSUPPORTED_VERSION)
-        except KafkaError as exc:
+        except BrokerError as exc:
             # Refusals (authorization, authentication) carry their code: the member fails on
             # them; retriable ones are looked up again after a backoff.
             return CoordinatorLost(str(exc), None if exc.retriable else exc.code)
@@ -232,7 +232,7 @@ class GroupRequests:
                 self._group_id, build_for, timeout_ms=self._request_timeout_ms
             )
             return parse(response)
-        except KafkaError as exc:
+        except BrokerError as exc:
             return exc.code
         except ConsumerError:
             return NETWORK_EXCEPTION

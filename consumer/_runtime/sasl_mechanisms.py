@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from consumer._config.types import Secret
 from consumer.config import ConfigError
-from consumer.errors import ERROR_CLASSES, KafkaError
+from consumer.errors import ERROR_CLASSES, BrokerError
 
 __all__ = [
     "SUPPORTED_MECHANISMS",
@@ -37,7 +37,7 @@ __all__ = [
     "mechanism_client",
 ]
 
-SaslAuthenticationFailedError: Final[type[KafkaError]] = ERROR_CLASSES[
+SaslAuthenticationFailedError: Final[type[BrokerError]] = ERROR_CLASSES[
     ErrorCode.sasl_authentication_failed
 ]
 """``SASL_AUTHENTICATION_FAILED`` (58): wrong credentials, or a broker we could not verify."""
@@ -211,7 +211,7 @@ class ScramClient:
         except UnicodeDecodeError:
             raise self._failure(f"the broker's {what} message is not UTF-8") from None
 
-    def _failure(self, reason: str) -> KafkaError:
+    def _failure(self, reason: str) -> BrokerError:
         return SaslAuthenticationFailedError(f"{self.mechanism} for {self._username!r}: {reason}")
 
     def __repr__(self) -> str:

@@ -306,7 +306,7 @@ async def authenticate(
     Raises:
         SaslAuthenticationFailedError: wrong credentials, a refused or unobtainable token, or an
             unverifiable broker.
-        KafkaError: ``UNSUPPORTED_SASL_MECHANISM`` or ``ILLEGAL_SASL_STATE`` from the broker.
+        BrokerError: ``UNSUPPORTED_SASL_MECHANISM`` or ``ILLEGAL_SASL_STATE`` from the broker.
         UnsupportedBrokerError: the broker lacks SaslHandshake v1 or SaslAuthenticate.
         KafkaConnectionError / KafkaTimeoutError: from ``send`` (or an unreachable token
             endpoint).

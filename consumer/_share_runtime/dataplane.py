@@ -41,7 +41,7 @@ from consumer._share_runtime.outcomes import (
 )
 from consumer._share_runtime.transport import ShareTransport
 from consumer._wire import BrokerAddress, LeaderHint
-from consumer.errors import ConsumerError, KafkaError
+from consumer.errors import BrokerError, ConsumerError
 from consumer.share.acknowledgements import (
     AcknowledgementBatch,
     Acknowledgements,
@@ -420,7 +420,7 @@ class ShareDataPlane:
         queued = self._acks.take(self._partitions_of(node, self._acks.pending_partitions()))
         self._fail(in_flight, error)
         self._fail(queued, error)
-        if not isinstance(error, KafkaError):  # a disconnect: the leaders may have moved
+        if not isinstance(error, BrokerError):  # a disconnect: the leaders may have moved
             for partition in self._partitions_of(node, self._wanted):
                 self._need_leader(partition, keep_leader=True)
 
@@ -428,7 +428,7 @@ class ShareDataPlane:
         self,
         node: int,
         partition: TopicIdPartition,
-        error: KafkaError,
+        error: BrokerError,
         hint: LeaderHint | None,
         endpoints: Mapping[int, BrokerAddress],
     ) -> None:

@@ -41,7 +41,7 @@ from consumer._wire.share_heartbeat import (
     build_share_heartbeat_request,
     parse_share_heartbeat_response,
 )
-from consumer.errors import ConsumerError, KafkaError, UnsupportedBrokerError, error_for_code
+from consumer.errors import BrokerError, ConsumerError, UnsupportedBrokerError, error_for_code
 from consumer.member.inputs import CoordinatorChanged, CoordinatorLost, HeartbeatTransportFailed
 from consumer.member.partitions import flatten_assignment
 from consumer.share import (
@@ -241,7 +241,7 @@ class ShareRuntime:
                     location = await self._cluster.find_coordinator(group_id, refresh=True)
                 except UnsupportedBrokerError as exc:
                     return CoordinatorLost(str(exc), UNSUPPORTED_VERSION)
-                except KafkaError as exc:
+                except BrokerError as exc:
                     # Refusals (authorization, authentication) carry their code: the member
                     # fails on them; retriable ones are looked up again after a backoff.
                     return CoordinatorLost(str(exc), None if exc.retriable else exc.code)

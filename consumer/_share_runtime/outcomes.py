@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 
 from consumer._share_runtime.events import AcknowledgementsCompleted
-from consumer.errors import ConsumerError, KafkaError, error_for_code
+from consumer.errors import BrokerError, ConsumerError, error_for_code
 from consumer.share.acknowledgements import (
     AcknowledgementBatch,
     AcknowledgeType,
@@ -61,7 +61,7 @@ _Offsets = dict[tuple[str, int], frozenset[int]]
 def _error_key(error: ConsumerError | None) -> tuple[str, int | None, str]:
     if error is None:
         return ("", None, "")
-    code = error.code if isinstance(error, KafkaError) else None
+    code = error.code if isinstance(error, BrokerError) else None
     return (type(error).__name__, code, str(error))
 
 
@@ -91,7 +91,7 @@ def group_outcomes(
     ]
 
 
-def leader_moved(partition: str, old_node: int, new_node: int) -> KafkaError:
+def leader_moved(partition: str, old_node: int, new_node: int) -> BrokerError:
     """The failure of acknowledgements of ``partition`` whose leader moved (NOT_LEADER)."""
     new = "an unknown node" if new_node < 0 else f"node {new_node}"
     return error_for_code(
@@ -101,7 +101,7 @@ def leader_moved(partition: str, old_node: int, new_node: int) -> KafkaError:
     )
 
 
-def no_session(node: int) -> KafkaError:
+def no_session(node: int) -> BrokerError:
     """The failure of acknowledgements for which no share session with ``node`` is open."""
     if node < 0:
         return error_for_code(

@@ -123,7 +123,7 @@ def parse_api_versions_response(response: ResponsePayload) -> Mapping[int, Versi
     """The broker's version range per API key.
 
     Raises:
-        KafkaError: the response carries an error code (UNSUPPORTED_VERSION included; use
+        BrokerError: the response carries an error code (UNSUPPORTED_VERSION included; use
             :func:`retry_version_after_unsupported` first to fall back).
         ProtocolError: ``response`` is not an ApiVersions response.
     """

@@ -15,7 +15,7 @@ from kio.schema.find_coordinator import v0, v1, v2, v3, v4, v5, v6
 from kio.static.primitive import i8
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, error_or_none
 
 from ._by_version import by_version
 
@@ -86,7 +86,7 @@ class CoordinatorLocation:
     node_id: int
     host: str
     port: int
-    error: KafkaError | None = None
+    error: BrokerError | None = None
 
 
 def build_find_coordinator_request(

@@ -13,7 +13,7 @@ from kio.schema.consumer_group_describe.v1 import response as response_v1
 from kio.schema.types import GroupId
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, error_or_none
 
 from ._by_version import by_version
 
@@ -57,7 +57,7 @@ class DescribedGroup:
     """One described group; ``error`` is set (and the rest empty) when the lookup failed."""
 
     group_id: str
-    error: KafkaError | None
+    error: BrokerError | None
     state: str
     group_epoch: int
     assignment_epoch: int

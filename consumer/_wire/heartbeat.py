@@ -18,7 +18,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, UnsupportedBrokerError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, UnsupportedBrokerError, error_or_none
 
 from ._by_version import by_version
 from ._units import i32_timedelta_from_ms, ms_from_timedelta
@@ -98,7 +98,7 @@ class HeartbeatResult:
     to the partitions the member may own now.
     """
 
-    error: KafkaError | None
+    error: BrokerError | None
     member_id: str | None
     member_epoch: int
     heartbeat_interval_ms: int

@@ -55,7 +55,7 @@ def parse_list_groups_response(response: ResponsePayload) -> list[ListedGroup]:
     """The listed groups.
 
     Raises:
-        KafkaError: the broker answered with an error (e.g. COORDINATOR_LOAD_IN_PROGRESS).
+        BrokerError: the broker answered with an error (e.g. COORDINATOR_LOAD_IN_PROGRESS).
         ProtocolError: ``response`` is not a ListGroups v5 response.
     """
     if not isinstance(response, v5.ListGroupsResponse):

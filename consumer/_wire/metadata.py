@@ -18,7 +18,7 @@ from kio.schema.metadata.v13 import request as request_v13
 from kio.schema.types import TopicName
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, UnsupportedBrokerError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, UnsupportedBrokerError, error_or_none
 
 from ._by_version import by_version
 
@@ -76,7 +76,7 @@ class PartitionMetadata:
     partition: int
     leader_id: int
     leader_epoch: int
-    error: KafkaError | None = None
+    error: BrokerError | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ class TopicMetadata:
     topic_id: uuid.UUID | None
     partitions: Mapping[int, PartitionMetadata]
     is_internal: bool = False
-    error: KafkaError | None = None
+    error: BrokerError | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,7 +163,7 @@ def parse_metadata_response(response: ResponsePayload) -> ClusterMetadata:
     """Brokers and topics from a Metadata response; per-topic errors stay on each topic.
 
     Raises:
-        KafkaError: a top-level error (v13+).
+        BrokerError: a top-level error (v13+).
         ProtocolError: ``response`` is not a Metadata response.
     """
     if not isinstance(response, _RESPONSE_CLASSES):

@@ -24,7 +24,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32, i64
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, UnsupportedBrokerError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, UnsupportedBrokerError, error_or_none
 
 from ._by_version import by_version
 
@@ -119,7 +119,7 @@ class PartitionCommitResult:
     topic: str | None
     topic_id: uuid.UUID | None
     partition: int
-    error: KafkaError | None
+    error: BrokerError | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +143,7 @@ class CommittedOffset:
     offset: int
     leader_epoch: int
     metadata: str | None
-    error: KafkaError | None
+    error: BrokerError | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +151,7 @@ class OffsetFetchResult:
     """The group-level error (if any) and the per-partition offsets."""
 
     group_id: str
-    error: KafkaError | None
+    error: BrokerError | None
     offsets: tuple[CommittedOffset, ...]
 
 

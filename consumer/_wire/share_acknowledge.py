@@ -19,7 +19,7 @@ from kio.schema.types import GroupId
 from kio.static.primitive import i8, i32, i64
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, error_or_none
 
 from ._by_version import by_version
 from ._units import ms_from_timedelta
@@ -65,7 +65,7 @@ class ShareAcknowledgePartition:
 
     topic_id: uuid.UUID
     partition: int
-    error: KafkaError | None
+    error: BrokerError | None
     current_leader: LeaderHint | None
 
 
@@ -76,7 +76,7 @@ class ShareAcknowledgeResult:
     ``acquisition_lock_timeout_ms`` is None at v1, which does not return it.
     """
 
-    error: KafkaError | None
+    error: BrokerError | None
     partitions: tuple[ShareAcknowledgePartition, ...]
     acquisition_lock_timeout_ms: int | None = None
     node_endpoints: Mapping[int, BrokerAddress] = field(default_factory=dict)

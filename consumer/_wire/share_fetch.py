@@ -19,7 +19,7 @@ from kio.schema.types import GroupId
 from kio.static.primitive import i8, i32, i64
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, error_or_none
 
 from ._by_version import by_version
 from ._units import i32_timedelta_from_ms, ms_from_timedelta
@@ -104,8 +104,8 @@ class ShareFetchPartition:
 
     topic_id: uuid.UUID
     partition: int
-    error: KafkaError | None
-    acknowledge_error: KafkaError | None
+    error: BrokerError | None
+    acknowledge_error: BrokerError | None
     current_leader: LeaderHint | None
     records: DecodedRecords
     acquired: tuple[AcquiredRange, ...]
@@ -115,7 +115,7 @@ class ShareFetchPartition:
 class ShareFetchResult:
     """A parsed ShareFetch response; ``node_endpoints`` lists leaders named in partition errors."""
 
-    error: KafkaError | None
+    error: BrokerError | None
     acquisition_lock_timeout_ms: int
     partitions: tuple[ShareFetchPartition, ...]
     node_endpoints: Mapping[int, BrokerAddress] = field(default_factory=dict)

@@ -16,7 +16,7 @@ from kio.schema.share_group_describe.v1 import response as response_v1
 from kio.schema.types import GroupId
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, error_or_none
 
 from ._by_version import by_version
 
@@ -55,7 +55,7 @@ class DescribedShareGroup:
     (GROUP_ID_NOT_FOUND also for a group of another type)."""
 
     group_id: str
-    error: KafkaError | None
+    error: BrokerError | None
     state: str
     group_epoch: int
     assignment_epoch: int

@@ -19,7 +19,7 @@ from kio.schema.describe_share_group_offsets.v1 import request as request_v1
 from kio.schema.types import GroupId
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, error_or_none
 
 from ._by_version import by_version
 
@@ -61,7 +61,7 @@ class SharePartitionOffset:
     start_offset: int
     leader_epoch: int
     lag: int | None
-    error: KafkaError | None
+    error: BrokerError | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +69,7 @@ class ShareGroupOffsets:
     """The offsets of one share group, or the group-level error."""
 
     group_id: str
-    error: KafkaError | None
+    error: BrokerError | None
     partitions: tuple[SharePartitionOffset, ...]
 
 

@@ -19,7 +19,7 @@ from kio.schema.types import GroupId, TopicName
 from kio.static.primitive import i32
 from kio.static.protocol import ResponsePayload
 
-from consumer.errors import KafkaError, ProtocolError, error_or_none
+from consumer.errors import BrokerError, ProtocolError, error_or_none
 
 from ._by_version import by_version
 from ._units import ms_from_timedelta
@@ -61,7 +61,7 @@ class ShareHeartbeatResult:
     to the partitions the member is assigned now.
     """
 
-    error: KafkaError | None
+    error: BrokerError | None
     member_id: str | None
     member_epoch: int
     heartbeat_interval_ms: int

@@ -6,7 +6,7 @@ of the core by its caller (an input that makes no sense) and for calls on a memb
 fatally failed.
 
 They hang below :class:`~consumer.errors.ConsumerError`, the root of every exception of this
-package (``consumer.errors`` imports nothing but the standard library and kio).
+package, and so ``confluent_kafka.KafkaException``.
 """
 
 from __future__ import annotations
@@ -19,15 +19,24 @@ class MemberError(ConsumerError):
 
 
 class MemberConfigError(MemberError):
-    """A :class:`~consumer.member.config.MemberConfig` or subscription value is invalid."""
+    """A :class:`~consumer.member.config.MemberConfig` or subscription value is invalid
+    (``_INVALID_ARG``)."""
+
+    kafka_code = (
+        -186
+    )  # confluent_kafka.KafkaError._INVALID_ARG (the core imports no confluent_kafka)
 
 
 class MemberStateError(MemberError):
-    """An input is not allowed in the member's current state (the caller broke the protocol)."""
+    """An input is not allowed in the member's current state (the caller broke the protocol;
+    ``_STATE``)."""
+
+    kafka_code = -172  # confluent_kafka.KafkaError._STATE
 
 
 class FatalMemberError(MemberError):
-    """The member is in FATAL state because the broker returned a non-retriable error.
+    """The member is in FATAL state because the broker returned a non-retriable error; its
+    ``KafkaError`` (``args[0]``) has the broker's code and ``fatal()`` true.
 
     Attributes:
         error_code: the Kafka error code (for example 30 for GROUP_AUTHORIZATION_FAILED).
@@ -40,4 +49,8 @@ class FatalMemberError(MemberError):
         self.error_name = error_name
         self.error_message = error_message
         detail = f": {error_message}" if error_message else ""
-        super().__init__(f"member is fatally failed with {error_name} ({error_code}){detail}")
+        super().__init__(
+            f"member is fatally failed with {error_name} ({error_code}){detail}",
+            code=error_code,
+            fatal=True,
+        )

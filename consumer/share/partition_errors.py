@@ -5,7 +5,7 @@ a leader change fails the partition's in-flight acknowledgements (they cannot mo
 session) and moves fetching to the new leader, using the response's ``CurrentLeader`` and
 ``NodeEndpoints`` when given; an unknown topic or partition asks for metadata; authorization
 failures surface to the application; a corrupt message becomes a record error. Errors are named
-as Kafka names them (``KafkaError.name``), so this module needs no wire types.
+as Kafka names them (``BrokerError.name``), so this module needs no wire types.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from confluent_kafka import KafkaError as ConfluentKafkaError
 from confluent_kafka import KafkaException, Message
 
 from consumer._share_runtime import FetchedRecord
-from consumer.errors import ConsumerError, KafkaConnectionError, KafkaError, KafkaTimeoutError
+from consumer.errors import BrokerError, ConsumerError, KafkaConnectionError, KafkaTimeoutError
 
 __all__ = ["kafka_exception", "message_of"]
 
@@ -17,9 +17,9 @@ _TIMESTAMP_TYPES: Final = {0: 1, 1: 2}  # wire CREATE_TIME/LOG_APPEND_TIME -> co
 
 def kafka_exception(error: ConsumerError) -> KafkaException:
     """``error`` as a ``KafkaException``: a broker error keeps Kafka's code (confluent's
-    ``KafkaError`` codes are Kafka's), a lost connection is ``_TRANSPORT``, a timeout
+    ``BrokerError`` codes are Kafka's), a lost connection is ``_TRANSPORT``, a timeout
     ``_TIMED_OUT``, anything else ``_FAIL``."""
-    if isinstance(error, KafkaError):
+    if isinstance(error, BrokerError):
         code = error.code
     elif isinstance(error, KafkaConnectionError):
         code = ConfluentKafkaError._TRANSPORT

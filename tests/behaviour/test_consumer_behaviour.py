@@ -313,20 +313,37 @@ def test_seek_delivers_again_from_the_offset(backend: Backend) -> None:
 # --- errors -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
-def test_commit_with_nothing_to_commit_raises_no_offset(
-    backend: Backend, asynchronous: bool
-) -> None:
+def test_a_synchronous_commit_with_nothing_to_commit_raises_no_offset(backend: Backend) -> None:
     topic = backend.create_topic(1)
     member = subscribed(backend, topic, **{"enable.auto.commit": False})
     wait_assigned(member, {(topic, 0)})
 
-    # confluent-kafka raises only for a synchronous commit (an asynchronous one reports
-    # _NO_OFFSET to on_commit); our Consumer raises for both.
     with pytest.raises(KafkaException) as raised:
-        member.consumer.commit(asynchronous=asynchronous)
+        member.consumer.commit(asynchronous=False)
 
     assert raised.value.args[0].code() == KafkaError._NO_OFFSET
+
+
+def test_an_asynchronous_commit_with_nothing_to_commit_reports_no_offset(
+    backend: Backend,
+) -> None:
+    """As confluent-kafka: no exception; ``on_commit`` gets ``_NO_OFFSET`` from a later poll."""
+    topic = backend.create_topic(1)
+    reports: list[tuple[KafkaError | None, list[tuple[str, int, int]]]] = []
+
+    def on_commit(error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        reports.append((error, [(tp.topic, tp.partition, tp.offset) for tp in partitions]))
+
+    member = subscribed(backend, topic, **{"enable.auto.commit": False, "on_commit": on_commit})
+    wait_assigned(member, {(topic, 0)})
+
+    assert member.consumer.commit(asynchronous=True) is None
+    assert reports == []
+    poll_until([member], lambda: reports, "on_commit for the empty commit")
+    error, partitions = reports[0]
+    assert error is not None
+    assert error.code() == KafkaError._NO_OFFSET
+    assert partitions == [(topic, 0, OFFSET_INVALID)]
 
 
 def test_methods_after_close_raise_runtime_error(backend: Backend) -> None:

@@ -29,11 +29,6 @@ import pytest
 
 #: "method" or "method(param)" -> why we differ on purpose. Keep it short and true.
 DELIBERATE_DIFFERENCES: dict[str, str] = {
-    "consumer_group_metadata": (
-        "transactional offset commits (sendOffsetsToTransaction) need the member id and epoch "
-        "in the group metadata; confluent's ConsumerGroupMetadata cannot be built from Python, "
-        "so it is not offered rather than offered wrong"
-    ),
     "set_sasl_credentials": (
         "our own control-plane connections (heartbeats, commits) do not speak SASL yet "
         "(issue #7); changing credentials of the data plane alone would split the two planes"

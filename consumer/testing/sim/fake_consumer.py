@@ -31,9 +31,10 @@ from consumer._bridge.member_events import MemberListener
 from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.app_thread import Callbacks, CommitWaiter, RebalanceCallback
+from consumer._client.closing import close_budget_s, close_option
 from consumer._client.commits import (
+    commit_failed,
     commit_outcome,
-    offsets_named,
     refuse_foreign,
     sync_commit_timeout_ms,
 )
@@ -44,11 +45,13 @@ from consumer._client.errors import (
     ConsumerKafkaException,
     kafka_exception,
 )
-from consumer._client.offsets import OffsetBook
+from consumer._client.group_metadata import consumer_group_metadata
+from consumer._client.offsets import OffsetBook, offsets_to_commit
 from consumer._client.settings import check_callbacks, member_config, subscription_event
 from consumer.config import ConsumerConfig, parse_config
 from consumer.member import (
     AppPolled,
+    CloseOption,
     CloseRequested,
     CommitRequested,
     MemberState,
@@ -279,16 +282,26 @@ class FakeConsumer(FetchControl):
         server = self._server
         everything = message is None and offsets is None
         consumed = self._offsets.consumed(server.owned) if everything else {}
-        chosen = offsets_named(message, offsets, consumed)
+        token = next(self._tokens)
+        on_commit = self._config.on_commit
+        chosen = offsets_to_commit(
+            server,
+            token,
+            message,
+            offsets,
+            consumed,
+            asynchronous=asynchronous,
+            on_commit=on_commit,
+        )
+        if chosen is None:
+            return None
         runtime = self.runtime
         if runtime is None:
             raise kafka_exception(
                 KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
             )
         refuse_foreign(chosen, server.owned)
-        token = next(self._tokens)
         outcome: list[ReportCommitResult] = []
-        on_commit = self._config.on_commit
 
         def on_result(result: ReportCommitResult) -> None:
             outcome.append(result)
@@ -316,7 +329,7 @@ class FakeConsumer(FetchControl):
         runtime.reported_tokens.discard(token)
         error, partitions = commit_outcome(chosen, outcome[0])
         if error is not None:
-            raise ConsumerKafkaException(error)
+            raise commit_failed(error.code())
         return partitions
 
     def store_offsets(
@@ -354,19 +367,32 @@ class FakeConsumer(FetchControl):
         """The member id (client-generated), or None before subscribing."""
         return None if self.runtime is None else self.runtime.member_id
 
+    def consumer_group_metadata(self) -> bytes:
+        """As :meth:`consumer.Consumer.consumer_group_metadata` (this member's id and epoch)."""
+        self._check_open()
+        return consumer_group_metadata(self._config, self.memberid(), self.member_epoch)
+
     # --- close ----------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Commit (with auto-commit), run on_revoke, leave the group."""
+    def close(
+        self,
+        *,
+        group_membership: CloseOption | str = CloseOption.DEFAULT,
+        timeout: float | None = None,
+    ) -> None:
+        """Commit (with auto-commit), run on_revoke, leave the group; the keywords are those of
+        :meth:`consumer.Consumer.close` (``timeout`` in simulated seconds)."""
         if self._closed:
             return
+        option = close_option(group_membership)
+        budget_ms = round(close_budget_s(timeout, self._config.max_poll_interval_ms) * 1000)
         self._check_not_in_callback("close")
         try:
             runtime = self.runtime
             if runtime is not None and not runtime.finished:
                 self._offsets.report_consumed(self._server.owned)
-                self._to_background.put(CloseRequested())
-                deadline_ms = self._now_ms() + self._config.max_poll_interval_ms
+                self._to_background.put(CloseRequested(option))
+                deadline_ms = self._now_ms() + budget_ms
                 while not self._server.shut_down:
                     try:
                         self._server.serve()

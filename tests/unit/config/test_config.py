@@ -391,6 +391,10 @@ def test_unknown_key_names_close_match() -> None:
         ("enable.autocommit", "enable.auto.commit"),
         ("bootstrap.server", "bootstrap.servers"),
         ("sasl.pasword", "sasl.password"),
+        # Refused and classic-only keys are suggested too: their own message says why.
+        ("max.poll.record", "max.poll.records"),
+        ("session.timeout", "session.timeout.ms"),
+        ("transactional.ids", "transactional.id"),
     ],
 )
 def test_unknown_keys_suggest(typo: str, suggestion: str) -> None:

@@ -40,7 +40,7 @@ from consumer._runtime.security import ConnectionSecurity, build_ssl_context, co
 from consumer._wire import build_metadata_request
 from consumer._wire._units import i32_timedelta_from_ms
 from consumer.config import ConfigError, SecurityConfig, parse_config
-from consumer.errors import ConsumerError, KafkaConnectionError, KafkaError
+from consumer.errors import BrokerError, ConsumerError, KafkaConnectionError
 from consumer.testing.real.security import TestPki, create_test_pki
 
 T = TypeVar("T")
@@ -494,7 +494,7 @@ async def test_wrong_password_fails_fast_with_a_typed_error_and_no_secret(
         await bounded(connection.connect())
     await connection.close()
     error = caught.value
-    assert isinstance(error, KafkaError)
+    assert isinstance(error, BrokerError)
     assert isinstance(error, ConsumerError)
     assert not isinstance(error, KafkaConnectionError)  # not retried as a transport failure
     assert error.name == "SASL_AUTHENTICATION_FAILED"
@@ -523,7 +523,7 @@ async def test_mechanism_the_listener_lacks_is_named_in_the_error(
     handler = SaslBroker(mechanisms=("PLAIN",))
     broker = await fake_broker_factory(api_ranges=RANGES, handler=handler)
     connection = sasl_connection(broker.port, "SCRAM-SHA-512", PASSWORD)
-    with pytest.raises(KafkaError) as caught:
+    with pytest.raises(BrokerError) as caught:
         await bounded(connection.connect())
     await connection.close()
     assert caught.value.name == "UNSUPPORTED_SASL_MECHANISM"

@@ -31,7 +31,7 @@ from consumer._wire.records import (
     RecordBatch,
     TimestampType,
 )
-from consumer.errors import ConsumerError, KafkaError, error_for_code
+from consumer.errors import BrokerError, ConsumerError, error_for_code
 from consumer.share.acknowledgements import TopicIdPartition
 from consumer.share.session import ShareAcknowledgePlan, ShareFetchPlan
 
@@ -219,7 +219,7 @@ class Rig:
                 if report.error is None
                 else (
                     report.error.name
-                    if isinstance(report.error, KafkaError)
+                    if isinstance(report.error, BrokerError)
                     else type(report.error).__name__
                 ),
             )

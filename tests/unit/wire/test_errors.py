@@ -11,10 +11,10 @@ from consumer import errors
 from consumer.errors import (
     ERROR_CLASSES,
     AuthorizationError,
+    BrokerError,
     ConsumerError,
     CoordinatorError,
     FatalGroupError,
-    KafkaError,
     MemberFencedError,
     RetriableError,
     error_for_code,
@@ -32,7 +32,7 @@ def test_every_kio_code_has_a_class_with_kios_retriable_flag(code: ErrorCode) ->
     assert error.name == code.name.upper()
     assert error.retriable is code.retriable
     assert isinstance(error, RetriableError) is code.retriable
-    assert isinstance(error, KafkaError)
+    assert isinstance(error, BrokerError)
     assert isinstance(error, ConsumerError)
     assert "broker says hi" in str(error)
     assert code.name.upper() in str(error)
@@ -48,7 +48,7 @@ def test_registry_is_complete_and_classes_are_distinct() -> None:
     [
         ("FencedMemberEpochError", 110, MemberFencedError),
         ("UnknownMemberIdError", 25, MemberFencedError),
-        ("StaleMemberEpochError", 113, KafkaError),
+        ("StaleMemberEpochError", 113, BrokerError),
         ("NotCoordinatorError", 16, CoordinatorError),
         ("CoordinatorNotAvailableError", 15, CoordinatorError),
         ("CoordinatorLoadInProgressError", 14, CoordinatorError),
@@ -66,7 +66,7 @@ def test_registry_is_complete_and_classes_are_distinct() -> None:
         ("UnknownTopicOrPartitionError", 3, RetriableError),
     ],
 )
-def test_named_classes_for_codes_we_act_on(name: str, code: int, family: type[KafkaError]) -> None:
+def test_named_classes_for_codes_we_act_on(name: str, code: int, family: type[BrokerError]) -> None:
     cls = getattr(errors, name)
     assert type(error_for_code(code)) is cls
     assert issubclass(cls, family)
@@ -87,7 +87,7 @@ def test_generated_class_uses_kio_description() -> None:
 
 def test_unknown_code_from_a_newer_broker_is_a_plain_kafka_error() -> None:
     error = error_for_code(9999, "future")
-    assert type(error) is KafkaError
+    assert type(error) is BrokerError
     assert (error.code, error.retriable, error.name) == (9999, False, "UNKNOWN_ERROR_CODE_9999")
 
 
@@ -122,7 +122,7 @@ def test_client_side_errors_share_the_root() -> None:
         errors.UnsupportedBrokerError,
     ):
         assert issubclass(cls, ConsumerError)
-        assert not issubclass(cls, KafkaError)
+        assert not issubclass(cls, BrokerError)
 
 
 def test_named_classes_hint_with_their_docstring() -> None:

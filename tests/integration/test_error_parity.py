@@ -1,0 +1,204 @@
+"""Errors as confluent-kafka users handle them: the same assertions on ``confluent_kafka.Consumer``
+(``group.protocol=consumer``) and on ``consumer.Consumer``, against the session's real broker.
+
+Each test is parametrized over both clients; where the two differ on purpose, the test says
+which client does what (and ``docs/migrating-from-confluent-kafka.md`` says why).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import confluent_kafka
+import pytest
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, TopicPartition
+
+import consumer
+from tests.integration.consumer_support import ConsumerFactory
+from tests.support import CONFLUENT, OURS, wait_until
+
+pytestmark = pytest.mark.integration
+
+_ASSIGNED_S = 30.0
+
+
+@pytest.fixture(params=[CONFLUENT, OURS])
+def make(request: pytest.FixtureRequest, kafka_bootstrap: str) -> Iterator[ConsumerFactory]:
+    """A consumer factory for one client, closing what it made."""
+    factory = ConsumerFactory(kafka_bootstrap, request.param)
+    try:
+        yield factory
+    finally:
+        factory.close_all()
+
+
+def _code_raised(call: Callable[[], object]) -> KafkaError:
+    with pytest.raises(KafkaException) as caught:
+        call()
+    error = caught.value.args[0]
+    assert isinstance(error, KafkaError), f"args[0] is {error!r}, not a KafkaError"
+    return error
+
+
+def _subscribed(make: ConsumerFactory, topic: str, **config: Any) -> Any:
+    """A consumer that owns ``topic``'s partition, with nothing consumed or stored."""
+    client = make(
+        {
+            "group.id": f"g-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            **config,
+        }
+    )
+    client.subscribe([topic])
+
+    def assigned() -> bool:
+        client.poll(0.2)
+        return bool(client.assignment())
+
+    wait_until(assigned, _ASSIGNED_S, f"{make.impl}: an assignment of {topic}")
+    return client
+
+
+def test_the_error_types_are_confluent_kafkas() -> None:
+    assert consumer.KafkaError is confluent_kafka.KafkaError
+    assert consumer.KafkaException is confluent_kafka.KafkaException
+    assert issubclass(consumer.ConsumerError, KafkaException)
+    assert issubclass(consumer.BrokerError, KafkaException)
+    assert issubclass(consumer.ConfigError, KafkaException)
+    assert issubclass(consumer.ConfigError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ({"no.such.key": 1}, "no.such.key"),
+        ({"enable.auto.comit": True}, "enable.auto.comit"),
+        ({"fetch.min.bytes": "abc"}, "fetch.min.bytes"),
+        ({"auto.offset.reset": "bogus"}, "auto.offset.reset"),
+        # A classic-protocol key under group.protocol=consumer, even at its default value.
+        ({"session.timeout.ms": 45000}, "session.timeout.ms"),
+        ({"partition.assignment.strategy": "range"}, "partition.assignment.strategy"),
+    ],
+)
+def test_a_config_error_is_a_kafka_exception_with_invalid_arg(
+    make: ConsumerFactory, config: dict[str, Any], words: str
+) -> None:
+    error = _code_raised(lambda: make({"group.id": "g", **config}))
+    assert error.code() == KafkaError._INVALID_ARG
+    assert error.name() == "_INVALID_ARG"
+    assert words in error.str()
+    assert not error.fatal()
+    assert not error.retriable()
+
+
+def test_a_missing_group_id_is_a_value_error(make: ConsumerFactory) -> None:
+    with pytest.raises(ValueError, match="group.id"):
+        make({})
+
+
+def test_a_synchronous_commit_with_nothing_stored_raises_no_offset(
+    make: ConsumerFactory, create_topic: Any
+) -> None:
+    topic = create_topic(partitions=1)
+    client = _subscribed(make, topic)
+    error = _code_raised(lambda: client.commit(asynchronous=False))
+    assert error.code() == KafkaError._NO_OFFSET
+    assert error.str() == "Commit failed: Local: No offset stored"
+
+
+def test_an_asynchronous_commit_with_nothing_stored_reports_no_offset_to_on_commit(
+    make: ConsumerFactory, create_topic: Any
+) -> None:
+    topic = create_topic(partitions=1)
+    reports: list[tuple[KafkaError | None, list[tuple[str, int, int]]]] = []
+
+    def on_commit(error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        reports.append((error, [(tp.topic, tp.partition, tp.offset) for tp in partitions]))
+
+    client = _subscribed(make, topic, on_commit=on_commit)
+    assert client.commit() is None
+
+    def reported() -> bool:
+        client.poll(0.1)
+        return bool(reports)
+
+    wait_until(reported, 10.0, f"{make.impl}: on_commit called")
+    error, partitions = reports[0]
+    assert error is not None
+    assert error.code() == KafkaError._NO_OFFSET
+    assert partitions == [(topic, 0, OFFSET_INVALID)]
+
+
+def test_a_commit_of_a_partition_that_does_not_exist_raises(
+    make: ConsumerFactory, create_topic: Any
+) -> None:
+    topic = create_topic(partitions=1)
+    client = _subscribed(make, topic)
+    error = _code_raised(
+        lambda: client.commit(offsets=[TopicPartition(topic, 5, 1)], asynchronous=False)
+    )
+    # confluent-kafka sends it and raises the broker's per-partition error; ours refuses a
+    # commit of a partition the member does not own before sending it (it could overwrite
+    # another member's progress).
+    expected = KafkaError._STATE if make.is_ours else KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert error.code() == expected, error
+
+
+def test_a_committed_offset_reads_back_after_a_synchronous_commit(
+    make: ConsumerFactory, create_topic: Any
+) -> None:
+    topic = create_topic(partitions=1)
+    client = _subscribed(make, topic)
+    committed = client.commit(offsets=[TopicPartition(topic, 0, 2)], asynchronous=False)
+    assert [(tp.topic, tp.partition, tp.offset, tp.error) for tp in committed] == [
+        (topic, 0, 2, None)
+    ]
+    assert [tp.offset for tp in client.committed([TopicPartition(topic, 0)], timeout=10)] == [2]
+
+
+def test_watermarks_of_an_unknown_partition_raise_unknown_partition(
+    make: ConsumerFactory, create_topic: Any
+) -> None:
+    topic = create_topic(partitions=1)
+    client = make({"group.id": "g"})
+    error = _code_raised(lambda: client.get_watermark_offsets(TopicPartition(topic, 7), 5.0))
+    assert error.code() == KafkaError._UNKNOWN_PARTITION
+
+
+def test_a_fatal_group_error_names_itself(make: ConsumerFactory, create_topic: Any) -> None:
+    """UNSUPPORTED_ASSIGNOR from ConsumerGroupHeartbeat: confluent-kafka's ``poll()`` returns an
+    error event ``_FATAL`` (once); ours raises it with the broker's code, ``fatal()`` true."""
+    topic = create_topic(partitions=1)
+    client = make({"group.id": f"g-{uuid.uuid4().hex[:8]}", "group.remote.assignor": "bogus"})
+    client.subscribe([topic])
+    seen: list[KafkaError] = []
+
+    def failed() -> bool:
+        try:
+            message = client.poll(0.2)
+        except KafkaException as exc:
+            seen.append(exc.args[0])
+            return True
+        if message is not None and message.error() is not None:
+            seen.append(message.error())
+            return True
+        return False
+
+    wait_until(failed, _ASSIGNED_S, f"{make.impl}: the fatal error")
+    error = seen[0]
+    assert "not supported" in error.str()
+    if make.is_ours:
+        assert (error.code(), error.fatal()) == (KafkaError.UNSUPPORTED_ASSIGNOR, True)
+    else:
+        assert error.code() == KafkaError._FATAL
+
+
+def test_a_method_on_a_closed_consumer_raises_runtime_error(make: ConsumerFactory) -> None:
+    client = make({"group.id": "g"})
+    client.close()
+    with pytest.raises(RuntimeError, match="(?i)closed"):
+        client.poll(0.1)
+    assert client.close() is None  # a second close() is a no-op in both
