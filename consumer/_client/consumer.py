@@ -17,7 +17,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
 from consumer._bridge.member_events import MemberListener
-from consumer._bridge.messages import AppEvent, ToAppEvent
+from consumer._bridge.messages import AppEvent, SetSaslCredentials, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._bridge.quiet import QuietWindow
 from consumer._client.app_thread import AppThreadServer, Callbacks, RebalanceCallback
@@ -49,6 +49,7 @@ from consumer._client.settings import (
     cluster_settings,
     member_config,
     subscription_event,
+    with_sasl_user,
 )
 from consumer._runtime import BackgroundRuntime
 from consumer.config import ConsumerConfig, parse_config
@@ -377,6 +378,19 @@ class Consumer:
         bytes with this member's id and epoch (see ``docs/howto/exactly-once.md``)."""
         self._check_open()
         return consumer_group_metadata(self._config, self.memberid(), self.member_epoch)
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Authenticate connections opened from now on, of both the member and the data plane,
+        with ``username``/``password`` (confluent-kafka's); open ones stay as they are.
+
+        Raises:
+            TypeError / ValueError: not strings; not SASL with PLAIN or SCRAM.
+        """
+        self._check_open()
+        self._config = with_sasl_user(self._config, username, password)
+        self._dataplane.set_sasl_credentials(username, password)
+        if self._runtime is not None:
+            self._to_background.put(SetSaslCredentials(username, password))
 
     # --- close ----------------------------------------------------------------------------------
 

@@ -24,6 +24,7 @@ from consumer._bridge.messages import (
     AppEvent,
     FetchCommitted,
     RuntimeFailed,
+    SetSaslCredentials,
     StateChanged,
     StopLoop,
     ToAppEvent,
@@ -245,6 +246,8 @@ class BackgroundRuntime:
                         break
                     if isinstance(event, FetchCommitted):
                         self._answer_committed(event)
+                    elif isinstance(event, SetSaslCredentials):
+                        _set_sasl_user(cluster, event)
                     else:
                         self._feed(event)
                 if self._stop_requested:
@@ -387,6 +390,13 @@ class BackgroundRuntime:
             self._to_application.put(StateChanged(previous, state))
         self.member_id = self._member.member_id
         self.member_epoch = self._member.member_epoch
+
+
+def _set_sasl_user(cluster: ClusterClient, event: SetSaslCredentials) -> None:
+    try:
+        cluster.set_sasl_user(event.username, event.password)
+    except ValueError as exc:  # the facade checks first; a race with close() at most
+        _log.error("set_sasl_credentials: %s", exc)
 
 
 def _settle(
