@@ -1,10 +1,11 @@
 """The messages that cross the thread boundary besides the member's own inputs and commands.
 
 Application -> background (:data:`AppEvent`): every member :class:`~consumer.member.Input`,
-:class:`StopLoop` and :class:`FetchCommitted`. Background -> application (:data:`ToAppEvent`):
-every member :class:`~consumer.member.Command` meant for the application thread,
-:class:`StateChanged`, :class:`~consumer._bridge.member_events.StateTransition` (only while a
-member listener is registered) and :class:`RuntimeFailed`.
+:class:`StopLoop`, :class:`FetchCommitted` and :class:`SetSaslCredentials`. Background ->
+application (:data:`ToAppEvent`): every member :class:`~consumer.member.Command` meant for the
+application thread, :class:`StateChanged`,
+:class:`~consumer._bridge.member_events.StateTransition` (only while a member listener is
+registered) and :class:`RuntimeFailed`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "AppEvent",
     "FetchCommitted",
     "RuntimeFailed",
+    "SetSaslCredentials",
     "StateChanged",
     "StopLoop",
     "ToAppEvent",
@@ -45,6 +47,15 @@ class FetchCommitted:
 
 
 @dataclass(frozen=True, slots=True)
+class SetSaslCredentials:
+    """Application -> background: authenticate new connections with this user name and
+    password (``set_sasl_credentials()``; connections already authenticated stay open)."""
+
+    username: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class StateChanged:
     """Background -> application: the member moved from ``previous`` to ``current``."""
 
@@ -59,5 +70,5 @@ class RuntimeFailed:
     error: BaseException
 
 
-AppEvent = Input | StopLoop | FetchCommitted
+AppEvent = Input | StopLoop | FetchCommitted | SetSaslCredentials
 ToAppEvent = Command | StateChanged | StateTransition | RuntimeFailed

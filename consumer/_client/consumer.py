@@ -17,7 +17,7 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.handle import RuntimeHandle
 from consumer._bridge.member_events import MemberListener
-from consumer._bridge.messages import AppEvent, ToAppEvent
+from consumer._bridge.messages import AppEvent, SetSaslCredentials, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._bridge.quiet import QuietWindow
 from consumer._client.app_thread import AppThreadServer, Callbacks, RebalanceCallback
@@ -28,6 +28,7 @@ from consumer._client.closing import (
     stop_timeout_s,
 )
 from consumer._client.dataplane import DataPlane
+from consumer._client.dataplane_methods import DataPlaneMethods
 from consumer._client.errors import (
     CallbackMisuseError,
     ConsumerClosedError,
@@ -49,6 +50,7 @@ from consumer._client.settings import (
     cluster_settings,
     member_config,
     subscription_event,
+    with_sasl_user,
 )
 from consumer._runtime import BackgroundRuntime
 from consumer.config import ConsumerConfig, parse_config
@@ -61,7 +63,7 @@ from consumer.member import (
 )
 
 
-class Consumer:
+class Consumer(DataPlaneMethods):
     """A Kafka consumer-group member with the API of ``confluent_kafka.Consumer``.
 
     ``Consumer(config)`` takes librdkafka's configuration keys (see
@@ -295,36 +297,6 @@ class Consumer:
             for tp in sorted(self._server.assigned())
         ]
 
-    # --- fetch control --------------------------------------------------------------------------
-
-    def pause(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Stop returning records of these partitions until ``resume()``."""
-        self._check_open()
-        self._dataplane.pause(partitions)
-
-    def resume(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Resume paused partitions."""
-        self._check_open()
-        self._dataplane.resume(partitions)
-
-    def seek(self, partition: KafkaTopicPartition) -> None:
-        """Move the fetch position of an owned partition."""
-        self._check_open()
-        self._dataplane.seek(partition)
-
-    def get_watermark_offsets(
-        self, partition: KafkaTopicPartition, timeout: float | None = -1, cached: bool = False
-    ) -> tuple[int, int] | None:
-        """Low and high watermark offsets of a partition."""
-        self._check_open()
-        timeout_s = None if timeout is None or timeout < 0 else timeout
-        return self._dataplane.get_watermark_offsets(partition, timeout_s, cached)
-
-    def cluster_id(self, timeout: float = -1) -> str | None:
-        """The cluster id, as ``confluent_kafka.Consumer.cluster_id``."""
-        self._check_open()
-        return self._dataplane.cluster_id(timeout)
-
     # --- assignment ---------------------------------------------------------------------------
 
     def incremental_assign(self, partitions: list[KafkaTopicPartition]) -> None:
@@ -355,19 +327,6 @@ class Consumer:
         if not self._in_callback():
             self._manual.unassign()
 
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
-        """Cluster metadata, as ``confluent_kafka.Consumer.list_topics``."""
-        self._check_open()
-        return self._dataplane.list_topics(topic, timeout)
-
-    def offsets_for_times(
-        self, partitions: list[KafkaTopicPartition], timeout: float = -1
-    ) -> list[KafkaTopicPartition]:
-        """Earliest offsets whose timestamps are at or after the given ones."""
-        self._check_open()
-        result: list[KafkaTopicPartition] = self._dataplane.offsets_for_times(partitions, timeout)
-        return result
-
     def memberid(self) -> str | None:
         """The member id (client-generated, KIP-1082), or None before subscribing."""
         return None if self._runtime is None else self._runtime.member_id
@@ -377,6 +336,19 @@ class Consumer:
         bytes with this member's id and epoch (see ``docs/howto/exactly-once.md``)."""
         self._check_open()
         return consumer_group_metadata(self._config, self.memberid(), self.member_epoch)
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Authenticate connections opened from now on, of both the member and the data plane,
+        with ``username``/``password`` (confluent-kafka's); open ones stay as they are.
+
+        Raises:
+            TypeError / ValueError: not strings; not SASL with PLAIN or SCRAM.
+        """
+        self._check_open()
+        self._config = with_sasl_user(self._config, username, password)
+        self._dataplane.set_sasl_credentials(username, password)
+        if self._runtime is not None:
+            self._to_background.put(SetSaslCredentials(username, password))
 
     # --- close ----------------------------------------------------------------------------------
 

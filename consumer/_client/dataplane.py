@@ -156,6 +156,10 @@ class DataPlane:
         """Earliest offsets whose timestamps are at or after the given ones."""
         return self._consumer.offsets_for_times(list(partitions), timeout=timeout_s)
 
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """librdkafka's ``set_sasl_credentials``: for its connections opened from now on."""
+        self._consumer.set_sasl_credentials(username, password)
+
     def close(self) -> None:
         """Stop fetching and release librdkafka's resources (idempotent)."""
         if not self._closed:

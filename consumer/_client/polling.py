@@ -76,7 +76,10 @@ class PollSlices:
         self._longest_s = min(_QUIET_POLL_SLICE_MAX_S, config.max_poll_interval_ms / 4000)
 
     def slice_s(self, state: MemberState | None) -> float:
-        """The next slice for a member in ``state`` (None: no member running)."""
+        """The next slice for a member in ``state`` (None: no background running, so nothing
+        can come from it: manual assignment, or before ``subscribe()``)."""
+        if state is None:
+            return self._longest_s
         if state in _REBALANCING:
             return REBALANCE_POLL_SLICE_S
         return self._quiet.slice_s(time.monotonic(), POLL_SLICE_S, self._longest_s)

@@ -7,16 +7,24 @@ parsed configuration. No I/O, so each rule is unit-testable on its own.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from consumer._bridge.settings import ClusterSettings
+from consumer._config.types import Secret
 from consumer.config import ConsumerConfig
 from consumer.member import MemberConfig, Subscribed
 
-__all__ = ["check_callbacks", "cluster_settings", "member_config", "subscription_event"]
+__all__ = [
+    "check_callbacks",
+    "cluster_settings",
+    "member_config",
+    "subscription_event",
+    "with_sasl_user",
+]
 
 _TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
@@ -85,3 +93,32 @@ def cluster_settings(cfg: ConsumerConfig) -> ClusterSettings:
         reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
         logger=cfg.logger,
     )
+
+
+_PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def with_sasl_user(cfg: ConsumerConfig, username: str, password: str) -> ConsumerConfig:
+    """``cfg`` with a new SASL user name and password (``set_sasl_credentials()``).
+
+    Raises:
+        TypeError: a value is not a string.
+        ValueError: the consumer does not authenticate with a password (``security.protocol``
+            sasl_plaintext or sasl_ssl, ``sasl.mechanism`` PLAIN or SCRAM).
+    """
+    given: tuple[tuple[str, object], ...] = (("username", username), ("password", password))
+    for name, value in given:
+        if not isinstance(value, str):
+            raise TypeError(f"{name} must be a string, got {type(value).__name__}")
+    security = cfg.security
+    mechanism = (security.sasl_mechanism or "").upper()
+    if not security.uses_sasl or mechanism not in _PASSWORD_MECHANISMS:
+        raise ValueError(
+            "set_sasl_credentials() needs security.protocol sasl_plaintext or sasl_ssl with "
+            f"sasl.mechanism {', '.join(_PASSWORD_MECHANISMS)}; got security.protocol "
+            f"{security.protocol!r} and sasl.mechanism {security.sasl_mechanism!r}"
+        )
+    new_security = dataclasses.replace(
+        security, sasl_username=username, sasl_password=Secret(password)
+    )
+    return dataclasses.replace(cfg, security=new_security)

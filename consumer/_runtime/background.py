@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import random
 import threading
 import time
@@ -24,6 +25,7 @@ from consumer._bridge.messages import (
     AppEvent,
     FetchCommitted,
     RuntimeFailed,
+    SetSaslCredentials,
     StateChanged,
     StopLoop,
     ToAppEvent,
@@ -61,6 +63,8 @@ STALE_MEMBER_EPOCH = 113
 _MIN_HEARTBEAT_TIMEOUT_MS = 3_000
 #: How long a stopping loop waits for requests in flight (e.g. the leave heartbeat).
 _DRAIN_TIMEOUT_S = 5.0
+#: States in which nothing reaches the application but in a response or at a timer.
+_QUIET_STATES = frozenset({MemberState.STABLE, MemberState.UNSUBSCRIBED})
 
 
 class BackgroundRuntime:
@@ -245,6 +249,8 @@ class BackgroundRuntime:
                         break
                     if isinstance(event, FetchCommitted):
                         self._answer_committed(event)
+                    elif isinstance(event, SetSaslCredentials):
+                        _set_sasl_user(cluster, event)
                     else:
                         self._feed(event)
                 if self._stop_requested:
@@ -329,16 +335,14 @@ class BackgroundRuntime:
 
     def _promise_quiet(self, deadline_ms: int | None) -> None:
         """Promise the application thread quiet until the member's next timer, when nothing
-        else can reach it before then: STABLE, no request in flight, no event queued."""
-        if (
-            deadline_ms is None
-            or self._member.state is not MemberState.STABLE
-            or self._tasks
-            or self._to_background
-        ):
+        else can reach it before then: STABLE (or UNSUBSCRIBED: manual assignment's commits
+        only), no request in flight, no event queued."""
+        if self._member.state not in _QUIET_STATES or self._tasks or self._to_background:
             self._quiet.end()
-            return
-        self._quiet.promise(time.monotonic() + (deadline_ms - self._clock_ms()) / 1000)
+        elif deadline_ms is None:  # no timer at all
+            self._quiet.promise(math.inf)
+        else:
+            self._quiet.promise(time.monotonic() + (deadline_ms - self._clock_ms()) / 1000)
 
     def _spawn(self, request: Awaitable[Answer], expect_answer: bool = True) -> None:
         self._quiet.end()  # its answer may be for the application (an assignment, a commit)
@@ -387,6 +391,13 @@ class BackgroundRuntime:
             self._to_application.put(StateChanged(previous, state))
         self.member_id = self._member.member_id
         self.member_epoch = self._member.member_epoch
+
+
+def _set_sasl_user(cluster: ClusterClient, event: SetSaslCredentials) -> None:
+    try:
+        cluster.set_sasl_user(event.username, event.password)
+    except ValueError as exc:  # the facade checks first; a race with close() at most
+        _log.error("set_sasl_credentials: %s", exc)
 
 
 def _settle(

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from consumer._config.types import Secret
 from consumer._wire import (
     ALL_GROUP_APIS,
     ApiKey,
@@ -140,6 +141,21 @@ class ClusterClient(AsyncClosing):
         ]
         for connection in known:
             connection.use_security(self._security)
+
+    def set_sasl_user(self, username: str, password: str) -> None:
+        """:meth:`set_sasl_credentials` with the configured mechanism (``set_sasl_credentials()``
+        of the consumers: a new user name and password for PLAIN or SCRAM).
+
+        Raises:
+            ValueError: the client does not use SASL, or uses OAUTHBEARER (no password).
+        """
+        current = None if self._security is None else self._security.sasl
+        if not isinstance(current, SaslCredentials):
+            raise ValueError(
+                "a user name and password need sasl.mechanism PLAIN, SCRAM-SHA-256 or "
+                "SCRAM-SHA-512 over security.protocol sasl_plaintext or sasl_ssl"
+            )
+        self.set_sasl_credentials(SaslCredentials(current.mechanism, username, Secret(password)))
 
     async def start(self) -> ClusterMetadata:
         """Connect to the first reachable bootstrap broker and learn the broker list.

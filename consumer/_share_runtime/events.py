@@ -7,6 +7,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+from consumer._bridge.messages import SetSaslCredentials
 from consumer._wire.records import Record
 from consumer.errors import ConsumerError
 from consumer.share.acknowledgements import AcknowledgeType, TopicIdPartition
@@ -81,14 +82,6 @@ class Close:
     (epoch -1, releasing what is still acquired), leave the group (epoch -1) and stop."""
 
     reply: Future[None] = field(default_factory=Future, compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class SetSaslCredentials:
-    """Application -> background: authenticate new connections with these credentials."""
-
-    username: str
-    password: str = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)

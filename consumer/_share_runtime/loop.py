@@ -19,10 +19,8 @@ from concurrent.futures import Future
 
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._bridge.settings import ClusterSettings
-from consumer._config.types import Secret
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.retry import reconnect_policy
-from consumer._runtime.sasl_mechanisms import SaslCredentials
 from consumer._share_runtime.dataplane import AckMap, ShareDataPlane
 from consumer._share_runtime.events import (
     Acknowledge,
@@ -208,12 +206,8 @@ class ShareRuntime:
                 await self._feed(event)
 
     def _set_sasl_credentials(self, username: str, password: str) -> None:
-        security = self._settings.security
-        mechanism = None if security is None else security.sasl_mechanism
         try:
-            self._cluster.set_sasl_credentials(
-                SaslCredentials((mechanism or "PLAIN").upper(), username, Secret(password))
-            )
+            self._cluster.set_sasl_user(username, password)
         except ValueError as exc:
             _log.error("set_sasl_credentials: %s", exc)
 

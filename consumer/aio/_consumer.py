@@ -11,7 +11,6 @@ never held across an ``await``, so cancelling a ``poll()`` loses nothing.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -30,6 +29,7 @@ from consumer._client.errors import (
     kafka_exception,
 )
 from consumer._client.offsets import COMMITTED_DEFAULT_TIMEOUT_S
+from consumer._client.polling import deadline_s
 from consumer.aio._callbacks import (
     CallbackRunner,
     UserCallback,
@@ -52,12 +52,6 @@ _FIRST_WAIT_S = 0.001
 _IDLE_WAIT_S = 0.1
 #: How much longer than its own timeout ``committed()`` waits for the loop's reply.
 _COMMITTED_REPLY_GRACE_S = 1.0
-
-
-def _deadline(timeout: float | None) -> float:
-    if timeout is None or timeout < 0:
-        return math.inf
-    return time.monotonic() + timeout
 
 
 class AsyncConsumer:
@@ -178,7 +172,7 @@ class AsyncConsumer:
         passes or ``close()`` starts; in between, run parked callbacks and wait on the loop."""
         self._check_open()
         self._wakeup.bind()
-        deadline = _deadline(timeout_s)
+        deadline = deadline_s(timeout_s)
         wait_s = _FIRST_WAIT_S
         while True:
             await self._callbacks.finish()

@@ -302,3 +302,36 @@ def test_control_plane_authenticates_as_the_sasl_user(secure: SecureBrokerSettin
     bob = secure.client_config("SASL_SSL", user="bob", mechanism="SCRAM-SHA-256")
     with pytest.raises(GroupAuthorizationFailedError):
         asyncio.run(_lookup(secure, bob, group))
+
+
+def test_set_sasl_credentials_applies_to_both_planes_for_new_connections(
+    secure: SecureBrokerSettings,
+    consumers: Callable[[dict[str, Any]], Consumer],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    values = [f"new-credentials-{i}".encode() for i in range(RECORDS)]
+    topic = _topic_with_records(secure, values)
+    config = secure.client_config(
+        "SASL_SSL", user="alice", password=WRONG_PASSWORD, mechanism="SCRAM-SHA-256"
+    )
+    consumer = consumers({**config, "enable.auto.commit": False, "log_level": 0})
+    # Corrected before the member connects; librdkafka's data plane has tried (and failed)
+    # already, so its next connection must take the new password too.
+    consumer.set_sasl_credentials("alice", USERS["alice"])
+    consumer.subscribe([topic])
+    received: list[bytes] = []
+    deadline = time.monotonic() + CONSUME_WITHIN_S
+    while len(received) < RECORDS and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            received.append(message.value() or b"")
+    assert received == values, f"state {consumer.state}"
+    # Changed while connected: the open connections go on as they authenticated.
+    consumer.set_sasl_credentials("alice", WRONG_PASSWORD)
+    consumer.commit(asynchronous=False)
+    (committed,) = consumer.committed([TopicPartition(topic, 0)], timeout=30)
+    assert committed.offset == RECORDS
+    assert consumer.state == "STABLE"
+    assert WRONG_PASSWORD not in repr(consumer)
+    _assert_no_secret(caplog, USERS["alice"], WRONG_PASSWORD)

@@ -28,12 +28,7 @@ import confluent_kafka
 import pytest
 
 #: "method" or "method(param)" -> why we differ on purpose. Keep it short and true.
-DELIBERATE_DIFFERENCES: dict[str, str] = {
-    "set_sasl_credentials": (
-        "our own control-plane connections (heartbeats, commits) do not speak SASL yet "
-        "(issue #7); changing credentials of the data plane alone would split the two planes"
-    ),
-}
+DELIBERATE_DIFFERENCES: dict[str, str] = {}
 
 #: Dunders applications rely on, besides the public methods.
 USED_DUNDERS = ("__enter__", "__exit__")

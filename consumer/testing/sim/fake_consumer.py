@@ -47,7 +47,12 @@ from consumer._client.errors import (
 )
 from consumer._client.group_metadata import consumer_group_metadata
 from consumer._client.offsets import OffsetBook, offsets_to_commit
-from consumer._client.settings import check_callbacks, member_config, subscription_event
+from consumer._client.settings import (
+    check_callbacks,
+    member_config,
+    subscription_event,
+    with_sasl_user,
+)
 from consumer.config import ConsumerConfig, parse_config
 from consumer.member import (
     AppPolled,
@@ -366,6 +371,12 @@ class FakeConsumer(FetchControl):
     def memberid(self) -> str | None:
         """The member id (client-generated), or None before subscribing."""
         return None if self.runtime is None else self.runtime.member_id
+
+    def set_sasl_credentials(self, username: str, password: str) -> None:
+        """Checked as :meth:`consumer.Consumer.set_sasl_credentials` checks them; the simulated
+        cluster does not authenticate, so nothing else happens."""
+        self._check_open()
+        self._config = with_sasl_user(self._config, username, password)
 
     def consumer_group_metadata(self) -> bytes:
         """As :meth:`consumer.Consumer.consumer_group_metadata` (this member's id and epoch)."""

@@ -115,3 +115,26 @@ def test_calls_not_allowed_inside_callbacks_are_refused(consumer: Consumer) -> N
             consumer.subscribe(["t"])
     finally:
         server.in_callback = False
+
+
+def test_set_sasl_credentials_needs_a_password_mechanism_and_strings(
+    consumer: Consumer,
+) -> None:
+    with pytest.raises(ValueError, match="security.protocol sasl_plaintext or sasl_ssl"):
+        consumer.set_sasl_credentials("alice", "secret")
+    scram = Consumer(
+        {
+            **CONFIG,
+            "security.protocol": "sasl_plaintext",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": "alice",
+            "sasl.password": "old",
+        }
+    )
+    try:
+        with pytest.raises(TypeError, match="password must be a string"):
+            scram.set_sasl_credentials("alice", None)  # type: ignore[arg-type]
+        scram.set_sasl_credentials("bob", "new-Secret")
+        assert "new-Secret" not in repr(scram)
+    finally:
+        scram.close()

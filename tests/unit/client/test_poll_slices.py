@@ -35,6 +35,8 @@ def test_a_stable_member_waits_long_only_while_the_background_promises_quiet() -
     quiet = QuietWindow()
     chooser = slices(quiet)
     assert chooser.slice_s(MemberState.STABLE) == POLL_SLICE_S
+    # No background running (manual assignment): nothing can come from it.
+    assert chooser.slice_s(None) == 0.25
     quiet.promise(time.monotonic() + 10)
     assert chooser.slice_s(MemberState.STABLE) == 0.25
     assert chooser.slice_s(None) == 0.25

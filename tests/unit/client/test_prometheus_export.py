@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
+import prometheus_client  # the prometheus extra; the dev extra installs it, so CI has it
 import pytest
 
 from consumer.member import MemberState
 from consumer.member.metrics import METRIC_NAMES, MemberMetrics
-
-prometheus_client = pytest.importorskip(
-    "prometheus_client", reason="the prometheus extra (in dev) is not installed"
-)
-from consumer.prometheus import (  # noqa: E402 - after the extra is known to be there
-    MemberMetricsCollector,
-    register_member_metrics,
-)
+from consumer.prometheus import MemberMetricsCollector, register_member_metrics
 
 
 class Member:
