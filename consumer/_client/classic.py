@@ -319,9 +319,11 @@ class ClassicConsumer(Consumer):
                 "with group.protocol=classic: librdkafka's classic consumer always "
                 + ("keeps a static member's seat" if static else "leaves the group on close"),
             )
-        self._closed = True
-        self._subscribed = False
-        self._classic.close()
+        try:
+            self._classic.close()  # runs on_revoke, which may still use this consumer
+        finally:
+            self._closed = True
+            self._subscribed = False
 
     def _check_open(self) -> None:
         if self._closed:
