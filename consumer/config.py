@@ -199,8 +199,12 @@ def parse_config(config: Mapping[str, object]) -> ConsumerConfig:
     typed: dict[str, object] = {}  # canonical key -> checked value
     spelled: dict[str, str] = {}  # canonical key -> the key as the caller wrote it
     raw: dict[str, object] = {}  # canonical key -> the value as given
+    classic_only: dict[str, object] = {}  # checked once the protocol is known
     for key, value in config.items():
         canonical = _canonical_key(key)
+        if canonical in CLASSIC_ONLY:
+            classic_only[canonical] = value
+            continue
         spec = SPECS[canonical]
         checked = _check_value(spec, key, value)
         if canonical in typed and typed[canonical] != checked:
@@ -210,7 +214,9 @@ def parse_config(config: Mapping[str, object]) -> ConsumerConfig:
                 f"{show_value(key, raw[canonical])}); give only one."
             )
         typed[canonical], spelled[canonical], raw[canonical] = checked, key, value
-    _check_protocol_keys(typed, spelled)
+    _check_protocol_keys(typed, classic_only)
+    for key, value in classic_only.items():
+        typed[key], spelled[key], raw[key] = _check_value(SPECS[key], key, value), key, value
     for required in ("bootstrap.servers", "group.id"):
         if required not in typed:
             raise ConfigError(
@@ -249,9 +255,10 @@ def wants_classic(config: object) -> bool:
     return isinstance(value, str) and value.strip().lower() == "classic"
 
 
-def _check_protocol_keys(typed: Mapping[str, object], spelled: Mapping[str, str]) -> None:
-    """Keys of one protocol given with the other: classic-only keys under ``consumer`` (as
-    librdkafka and Java refuse them), our member's state callback under ``classic``."""
+def _check_protocol_keys(typed: Mapping[str, object], classic_only: Mapping[str, object]) -> None:
+    """Keys of one protocol given with the other: classic-only keys under ``consumer`` (refused
+    whatever their value, as librdkafka and Java refuse them), our member's state callback under
+    ``classic``."""
     if typed.get("group.protocol", SPECS["group.protocol"].default) == "classic":
         if "on_state_change" in typed:
             raise ConfigError(
@@ -260,13 +267,12 @@ def _check_protocol_keys(typed: Mapping[str, object], spelled: Mapping[str, str]
                 "not report its own. Remove 'on_state_change' or use group.protocol=consumer."
             )
         return
-    for key in CLASSIC_ONLY:
-        if key in typed:
-            raise ConfigError(
-                f"'{spelled[key]}' is a classic-protocol setting and is not supported with "
-                f"group.protocol=consumer: {CLASSIC_ONLY[key]}. Remove '{spelled[key]}' from the "
-                "configuration, or set group.protocol=classic."
-            )
+    for key in classic_only:
+        raise ConfigError(
+            f"'{key}' is a classic-protocol setting and is not supported with "
+            f"group.protocol=consumer: {CLASSIC_ONLY[key]}. Remove '{key}' from the "
+            "configuration, or set group.protocol=classic."
+        )
 
 
 def _check_value(spec: KeySpec, key: str, value: object) -> object:
@@ -305,7 +311,7 @@ def _check_combinations(typed: Mapping[str, object]) -> None:
             f"Invalid value {_effective(typed, 'fetch.max.bytes')} for 'fetch.max.bytes': "
             f"expected at least 'message.max.bytes' ({_effective(typed, 'message.max.bytes')})."
         )
-    if typed.get("group.protocol") == "classic":
+    if "session.timeout.ms" in typed:  # classic only; unset, librdkafka checks its default
         session_timeout_ms = _effective(typed, "session.timeout.ms")
         if _effective(typed, "max.poll.interval.ms") < session_timeout_ms:
             raise ConfigError(

@@ -149,15 +149,16 @@ _MEMBER_SPECS: tuple[KeySpec, ...] = (
     _cb("on_state_change", M, "Extra (not in confluent-kafka): `on_state_change(previous, current)` with member state names. Refused under `classic` (librdkafka does not report its states)."),  # noqa: E501
 )  # fmt: skip
 
-_CLASSIC = "Only with `group.protocol=classic` (refused under `consumer`, as librdkafka and Java refuse it)."  # noqa: E501
+_CLASSIC = "Only with `group.protocol=classic` (refused under `consumer`, as librdkafka and Java refuse it); unset means librdkafka's default"  # noqa: E501
 C = Owner.CLASSIC
 
-# Ranges and defaults are librdkafka 2.16.0's; the values are checked again by librdkafka itself.
+# Ranges are librdkafka 2.16.0's; the defaults are librdkafka's (applied by librdkafka, not here:
+# the same names are broker settings elsewhere), and librdkafka checks the values again.
 _CLASSIC_SPECS: tuple[KeySpec, ...] = (
-    _int("session.timeout.ms", C, 1, 3_600_000, 45_000, _CLASSIC + " Must be <= `max.poll.interval.ms`."),  # noqa: E501
-    _int("heartbeat.interval.ms", C, 1, 3_600_000, 3000, _CLASSIC),
-    KeySpec("partition.assignment.strategy", Kind.CSV_FLAGS, C, "range,roundrobin", choices=ASSIGNMENT_STRATEGIES, note=_CLASSIC + " Eager (`range`, `roundrobin`) and cooperative (`cooperative-sticky`) strategies cannot be mixed."),  # noqa: E501
-    _str("group.protocol.type", C, "consumer", _CLASSIC),
+    _int("session.timeout.ms", C, 1, 3_600_000, None, _CLASSIC + ", 45000. Must be <= `max.poll.interval.ms`."),  # noqa: E501
+    _int("heartbeat.interval.ms", C, 1, 3_600_000, None, _CLASSIC + ", 3000."),
+    KeySpec("partition.assignment.strategy", Kind.CSV_FLAGS, C, choices=ASSIGNMENT_STRATEGIES, note=_CLASSIC + ", `range,roundrobin`. Eager (`range`, `roundrobin`) and cooperative (`cooperative-sticky`) strategies cannot be mixed. A librdkafka `cooperative-sticky` group cannot be upgraded member by member (see `docs/howto/switching-protocol.md`)."),  # noqa: E501
+    _str("group.protocol.type", C, None, _CLASSIC + ", `consumer`."),
 )  # fmt: skip
 
 _DATA_PLANE_SPECS: tuple[KeySpec, ...] = (
