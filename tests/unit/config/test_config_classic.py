@@ -176,3 +176,10 @@ def test_member_listeners_are_not_available_with_classic() -> None:
             consumer.remove_member_listener(print)
     finally:
         consumer.close()
+
+
+def test_the_async_consumer_refuses_classic_naming_the_key() -> None:
+    from consumer.aio import AsyncConsumer
+
+    with pytest.raises(ConfigError, match="'group.protocol' must be 'consumer'"):
+        AsyncConsumer(dict(CLASSIC))
