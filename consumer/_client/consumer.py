@@ -65,7 +65,7 @@ class Consumer(DataPlaneMethods):
 
     ``Consumer(config)`` takes librdkafka's configuration keys (see
     ``docs/reference/configuration.md``); ``group.protocol`` is ``consumer`` (KIP-848, the
-    default) or ``classic``, which gives a :class:`~consumer._client.classic.ClassicConsumer`.
+    default) or ``classic`` (librdkafka's, see ``docs/howto/switching-protocol.md``).
     """
 
     def __new__(cls, config: dict[str, Any] | None = None, /, **kwargs: Any) -> Consumer:
