@@ -202,6 +202,8 @@ def _check_every_record_once(rollout: Rollout, producer: NumberedProducer) -> No
     twice = duplicates((p, o) for p, o, _v in consumed())
     assert not twice, f"{len(twice)} records read more than once, e.g. {list(twice.items())[:10]}"
     rollout.timeline.assert_revoke_before_assign()
+    callbacks = len(rollout.timeline.events())
+    print(f"{produced} records, {len(rollout.members)} members, {callbacks} callbacks: all once")
 
 
 def _downgrade_member_by_member(rollout: Rollout, classic: dict[str, Any]) -> None:
