@@ -51,7 +51,7 @@ class NumberedProducer:
     """Produces numbered records (value ``str(n)``) in small batches until stopped."""
 
     def __init__(self, bootstrap: str, topic: str) -> None:
-        self._producer = make_producer(bootstrap)
+        self._bootstrap = bootstrap
         self._topic = topic
         self._stop = threading.Event()
         self.produced = 0
@@ -63,9 +63,10 @@ class NumberedProducer:
         return self
 
     def _run(self) -> None:
+        producer = make_producer(self._bootstrap)  # released with the thread
         try:
             while not self._stop.is_set():
-                produce_numbered(self._producer, self._topic, self.produced, _BATCH, _PARTITIONS)
+                produce_numbered(producer, self._topic, self.produced, _BATCH, _PARTITIONS)
                 self.produced += _BATCH
                 self._stop.wait(_BATCH_PAUSE_S)
         except BaseException as exc:  # noqa: BLE001 - re-raised by stop()
