@@ -34,10 +34,10 @@ from consumer._client.errors import ConsumerClosedError, kafka_exception
 from consumer._client.group_metadata import NO_MEMBER_EPOCH
 from consumer._client.librdkafka import LibrdkafkaConsumer, classic_consumer
 from consumer._client.settings import check_callbacks, subscription_event
-from consumer.config import ConsumerConfig, parse_config
+from consumer.config import ConfigError, ConsumerConfig, parse_config
 from consumer.member import CloseOption
 
-__all__ = ["ClassicConsumer"]
+__all__ = ["ClassicConsumer", "classic_class"]
 
 #: Where the generation sits in librdkafka's consumer group metadata ("CGMDv2:" + int32).
 _GENERATION = struct.Struct("=i")
@@ -328,6 +328,23 @@ class ClassicConsumer(Consumer):
     def _check_open(self) -> None:
         if self._closed:
             raise ConsumerClosedError("the consumer is closed")
+
+
+def classic_class(cls: type[Consumer]) -> type[ClassicConsumer]:
+    """The class ``cls(config)`` is built as when ``config`` asks for ``group.protocol=classic``.
+
+    A subclass of ``Consumer`` (not of ``ClassicConsumer``) would silently run the KIP-848 member
+    instead, so it is refused.
+    """
+    if issubclass(cls, ClassicConsumer):
+        return cls
+    if cls is Consumer:
+        return ClassicConsumer
+    raise ConfigError(
+        f"Invalid value 'classic' for 'group.protocol': {cls.__name__} subclasses "
+        "consumer.Consumer and runs the consumer protocol only; expected 'consumer' (the "
+        "default), or build consumer.Consumer itself for group.protocol=classic."
+    )
 
 
 def _seconds(timeout: float | None) -> float:

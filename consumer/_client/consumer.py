@@ -69,10 +69,10 @@ class Consumer(DataPlaneMethods):
     """
 
     def __new__(cls, config: dict[str, Any] | None = None, /, **kwargs: Any) -> Consumer:
-        if cls is Consumer and wants_classic({**(config or {}), **kwargs}):
-            from consumer._client.classic import ClassicConsumer  # a subclass of this one
+        if wants_classic({**(config or {}), **kwargs}):  # librdkafka's classic consumer
+            from consumer._client.classic import classic_class  # which subclasses this one
 
-            return super().__new__(ClassicConsumer)
+            return super().__new__(classic_class(cls))
         return super().__new__(cls)
 
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:

@@ -183,3 +183,16 @@ def test_the_async_consumer_refuses_classic_naming_the_key() -> None:
 
     with pytest.raises(ConfigError, match="'group.protocol' must be 'consumer'"):
         AsyncConsumer(dict(CLASSIC))
+
+
+def test_a_subclass_of_consumer_refuses_classic_instead_of_running_the_other_protocol() -> None:
+    class Mine(Consumer):
+        pass
+
+    with pytest.raises(ConfigError, match="Mine subclasses consumer.Consumer"):
+        Mine(dict(CLASSIC))
+    mine = Mine(dict(BASE))
+    try:
+        assert type(mine) is Mine
+    finally:
+        mine.close()
