@@ -140,8 +140,8 @@ class ConsumerConfig:
     bootstrap_servers: tuple[BrokerAddress, ...]
     group_id: str
     data_plane: DataPlaneSettings
-    group_protocol: Literal["consumer"] = cast(
-        Literal["consumer"], spec_default("group.protocol", str)
+    group_protocol: Literal["consumer", "classic"] = cast(
+        Literal["consumer", "classic"], spec_default("group.protocol", str)
     )
     group_remote_assignor: str | None = None
     group_instance_id: str | None = None
@@ -199,8 +199,12 @@ def parse_config(config: Mapping[str, object]) -> ConsumerConfig:
     typed: dict[str, object] = {}  # canonical key -> checked value
     spelled: dict[str, str] = {}  # canonical key -> the key as the caller wrote it
     raw: dict[str, object] = {}  # canonical key -> the value as given
+    classic_only: dict[str, object] = {}  # checked once the protocol is known
     for key, value in config.items():
-        canonical = _canonical_key(key, value)
+        canonical = _canonical_key(key)
+        if canonical in CLASSIC_ONLY:
+            classic_only[canonical] = value
+            continue
         spec = SPECS[canonical]
         checked = _check_value(spec, key, value)
         if canonical in typed and typed[canonical] != checked:
@@ -210,6 +214,9 @@ def parse_config(config: Mapping[str, object]) -> ConsumerConfig:
                 f"{show_value(key, raw[canonical])}); give only one."
             )
         typed[canonical], spelled[canonical], raw[canonical] = checked, key, value
+    _check_protocol_keys(typed, classic_only)
+    for key, value in classic_only.items():
+        typed[key], spelled[key], raw[key] = _check_value(SPECS[key], key, value), key, value
     for required in ("bootstrap.servers", "group.id"):
         if required not in typed:
             raise ConfigError(
@@ -220,24 +227,12 @@ def parse_config(config: Mapping[str, object]) -> ConsumerConfig:
     return _build(typed, raw)
 
 
-def _canonical_key(key: object, value: object) -> str:
+def _canonical_key(key: object) -> str:
     if not isinstance(key, str):
         raise ConfigError(f"Configuration keys are strings; got {key!r} ({type(key).__name__}).")
     canonical = KEY_ALIASES.get(key, key)
     if canonical in SPECS:
-        if canonical == "group.protocol" and str(value).strip().lower() == "classic":
-            raise ConfigError(
-                f"Invalid value {show_value(key, value)} for 'group.protocol': this SDK implements "
-                "only the KIP-848 consumer protocol; expected 'consumer' (the default). Use "
-                "confluent_kafka.Consumer for group.protocol=classic."
-            )
         return canonical
-    if key in CLASSIC_ONLY:
-        raise ConfigError(
-            f"'{key}' is a classic-protocol setting and is not supported with "
-            f"group.protocol=consumer, the only protocol this SDK implements: "
-            f"{CLASSIC_ONLY[key]}. Remove '{key}' from the configuration."
-        )
     if key in REFUSED:
         raise ConfigError(f"'{key}' is not accepted: {REFUSED[key]}.")
     if key in KNOWN_KEYS:  # pragma: no cover - every known key is classified above
@@ -249,6 +244,35 @@ def _canonical_key(key: object, value: object) -> str:
         hint = " or ".join(f"'{m}'" for m in matches)
         raise ConfigError(f"'{key}' is not a configuration key; did you mean {hint}?")
     raise ConfigError(f"'{key}' is not a configuration key; {_DOCS} lists the accepted keys.")
+
+
+def wants_classic(config: object) -> bool:
+    """Whether a configuration dict asks for ``group.protocol=classic`` (any case); nothing else is
+    checked here (``parse_config`` checks everything)."""
+    if not isinstance(config, Mapping):
+        return False
+    value = config.get("group.protocol")
+    return isinstance(value, str) and value.strip().lower() == "classic"
+
+
+def _check_protocol_keys(typed: Mapping[str, object], classic_only: Mapping[str, object]) -> None:
+    """Keys of one protocol given with the other: classic-only keys under ``consumer`` (refused
+    whatever their value, as librdkafka and Java refuse them), our member's state callback under
+    ``classic``."""
+    if typed.get("group.protocol", SPECS["group.protocol"].default) == "classic":
+        if "on_state_change" in typed:
+            raise ConfigError(
+                "'on_state_change' is not supported with group.protocol=classic: it reports the "
+                "states of the consumer-protocol member, and librdkafka's classic consumer does "
+                "not report its own. Remove 'on_state_change' or use group.protocol=consumer."
+            )
+        return
+    for key in classic_only:
+        raise ConfigError(
+            f"'{key}' is a classic-protocol setting and is not supported with "
+            f"group.protocol=consumer: {CLASSIC_ONLY[key]}. Remove '{key}' from the "
+            "configuration, or set group.protocol=classic."
+        )
 
 
 def _check_value(spec: KeySpec, key: str, value: object) -> object:
@@ -287,6 +311,14 @@ def _check_combinations(typed: Mapping[str, object]) -> None:
             f"Invalid value {_effective(typed, 'fetch.max.bytes')} for 'fetch.max.bytes': "
             f"expected at least 'message.max.bytes' ({_effective(typed, 'message.max.bytes')})."
         )
+    if "session.timeout.ms" in typed:  # classic only; unset, librdkafka checks its default
+        session_timeout_ms = _effective(typed, "session.timeout.ms")
+        if _effective(typed, "max.poll.interval.ms") < session_timeout_ms:
+            raise ConfigError(
+                f"Invalid value {_effective(typed, 'max.poll.interval.ms')} for "
+                "'max.poll.interval.ms': expected at least 'session.timeout.ms' "
+                f"({session_timeout_ms}) with group.protocol=classic."
+            )
     protocol = typed.get("security.protocol", SPECS["security.protocol"].default)
     if protocol in ("sasl_plaintext", "sasl_ssl"):
         _check_sasl(typed, str(protocol))
@@ -348,10 +380,18 @@ def _build(typed: Mapping[str, object], raw: Mapping[str, object]) -> ConsumerCo
 
 def _data_plane(typed: Mapping[str, object], raw: Mapping[str, object]) -> DataPlaneSettings:
     """Keys shared with the member, in their checked form; data-plane keys as given; then the
-    settings that keep the data plane out of group management."""
+    settings that keep the data plane out of group management.
+
+    Under ``group.protocol=classic`` the librdkafka consumer is the group member too: it gets
+    every given key (the member's in their checked form) and manages the group itself.
+    """
+    classic = typed.get("group.protocol") == "classic"
     settings: dict[str, object] = {}
     for name, spec in SPECS.items():
-        if spec.owner is Owner.BOTH:
+        if spec.owner is Owner.CLASSIC or (classic and spec.owner is Owner.MEMBER):
+            if name in typed:
+                settings[name] = typed[name]
+        elif spec.owner is Owner.BOTH:
             value = typed.get(name, spec.default)
             if name == "bootstrap.servers":
                 value = ",".join(str(a) for a in cast("tuple[BrokerAddress, ...]", value))
@@ -359,6 +399,8 @@ def _data_plane(typed: Mapping[str, object], raw: Mapping[str, object]) -> DataP
                 settings[name] = value
         elif spec.owner is Owner.DATA_PLANE and name in typed:
             settings[name] = raw[name]
+    if classic:
+        return DataPlaneSettings(settings)
     settings["group.id"] = typed["group.id"]
     settings["enable.auto.commit"] = False
     settings["enable.auto.offset.store"] = False

@@ -23,6 +23,7 @@ __all__ = [
     "CONFLUENT",
     "IMPL_ENV_VAR",
     "OURS",
+    "OURS_CLASSIC",
     "POLL_INTERVAL_S",
     "build_consumer",
     "holds_for",
@@ -33,6 +34,9 @@ __all__ = [
 IMPL_ENV_VAR = "KGM_CONSUMER_IMPL"
 CONFLUENT = "confluent"
 OURS = "ours"
+#: ``consumer.Consumer`` with ``group.protocol=classic`` (librdkafka's classic member behind our
+#: facade): chosen by tests of protocol-independent behaviour, never by the environment.
+OURS_CLASSIC = "ours-classic"
 
 #: How often a condition is re-checked unless the caller asks otherwise.
 POLL_INTERVAL_S = 0.05
@@ -94,10 +98,12 @@ def build_consumer(config: Mapping[str, Any], impl: str | None = None) -> Any:
         from confluent_kafka import Consumer as ConfluentConsumer
 
         return ConfluentConsumer({**config, "group.protocol": "consumer"})
-    if chosen != OURS:
+    if chosen not in (OURS, OURS_CLASSIC):
         raise ValueError(f"unknown consumer implementation {chosen!r}")
     from consumer import Consumer  # lands with the facade (issue #4)
 
+    if chosen == OURS_CLASSIC:
+        return Consumer({**config, "group.protocol": "classic"})
     return Consumer(dict(config))
 
 

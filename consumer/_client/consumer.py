@@ -29,10 +29,7 @@ from consumer._client.closing import (
 )
 from consumer._client.dataplane import DataPlane
 from consumer._client.dataplane_methods import DataPlaneMethods
-from consumer._client.errors import (
-    CallbackMisuseError,
-    ConsumerClosedError,
-)
+from consumer._client.errors import CallbackMisuseError, ConsumerClosedError
 from consumer._client.group_metadata import consumer_group_metadata
 from consumer._client.manual import ManualAssignment
 from consumer._client.metrics import member_metrics, with_member_stats
@@ -53,7 +50,7 @@ from consumer._client.settings import (
     with_sasl_user,
 )
 from consumer._runtime import BackgroundRuntime
-from consumer.config import ConsumerConfig, parse_config
+from consumer.config import ConsumerConfig, parse_config, wants_classic
 from consumer.member import (
     CloseOption,
     CloseRequested,
@@ -67,8 +64,16 @@ class Consumer(DataPlaneMethods):
     """A Kafka consumer-group member with the API of ``confluent_kafka.Consumer``.
 
     ``Consumer(config)`` takes librdkafka's configuration keys (see
-    ``docs/reference/configuration.md``); ``group.protocol`` is ``consumer`` (KIP-848).
+    ``docs/reference/configuration.md``); ``group.protocol`` is ``consumer`` (KIP-848, the
+    default) or ``classic`` (librdkafka's, see ``docs/howto/switching-protocol.md``).
     """
+
+    def __new__(cls, config: dict[str, Any] | None = None, /, **kwargs: Any) -> Consumer:
+        if wants_classic({**(config or {}), **kwargs}):  # librdkafka's classic consumer
+            from consumer._client.classic import classic_class  # which subclasses this one
+
+            return super().__new__(classic_class(cls))
+        return super().__new__(cls)
 
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         self._config: ConsumerConfig = parse_config({**(config or {}), **kwargs})
@@ -116,21 +121,16 @@ class Consumer(DataPlaneMethods):
         return 0 if self._runtime is None else self._runtime.member_epoch
 
     def metrics(self) -> dict[str, float]:
-        """The member's rebalance, heartbeat and commit metrics, named as Java names them (extra).
-
-        A new dict per call; the keys and their meaning are listed in ``docs/howto/metrics.md``.
-        They also reach ``stats_cb`` under the key ``"group_member"``.
-        """
+        """The member's rebalance, heartbeat and commit metrics, named as Java names them (extra):
+        a new dict per call, keys listed in ``docs/howto/metrics.md``, also in ``stats_cb``'s
+        JSON under ``"group_member"``."""
         return member_metrics(self._runtime)
 
     def add_member_listener(self, listener: MemberListener) -> None:
-        """Call ``listener(event)`` on every state transition and rebalance callback (extra).
-
-        ``event`` is a :class:`consumer.StateTransition` or a :class:`consumer.RebalanceEvent`
-        (see :mod:`consumer._bridge.member_events`). Listeners run on the thread that calls
-        ``poll()`` / ``consume()`` / ``close()``, in the order added; one's exception is raised
-        from that call. Without listeners the background loop queues nothing extra.
-        """
+        """Call ``listener(event)`` (a :class:`consumer.StateTransition` or
+        :class:`consumer.RebalanceEvent`) on every state transition and rebalance callback
+        (extra), on the thread that calls ``poll()``/``consume()``/``close()``, in the order
+        added; one's exception is raised from that call."""
         self._check_open()
         self._server.callbacks.add_listener(listener)
 
@@ -339,11 +339,8 @@ class Consumer(DataPlaneMethods):
 
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """Authenticate connections opened from now on, of both the member and the data plane,
-        with ``username``/``password`` (confluent-kafka's); open ones stay as they are.
-
-        Raises:
-            TypeError / ValueError: not strings; not SASL with PLAIN or SCRAM.
-        """
+        with ``username``/``password`` (TypeError / ValueError: not strings; not SASL with a
+        password); open ones stay as they are."""
         self._check_open()
         self._config = with_sasl_user(self._config, username, password)
         self._dataplane.set_sasl_credentials(username, password)
@@ -360,12 +357,8 @@ class Consumer(DataPlaneMethods):
     ) -> None:
         """Commit (with auto-commit), run on_revoke, leave the group, stop every thread.
 
-        ``close()`` is confluent-kafka's. The keywords are Java's ``CloseOptions`` (extra):
-        ``group_membership`` is a :class:`consumer.CloseOption` (``DEFAULT``: a dynamic member
-        leaves, a static one keeps its seat for the session timeout; ``LEAVE_GROUP``;
-        ``REMAIN_IN_GROUP``) and ``timeout`` bounds the close in seconds (see
-        :mod:`consumer._client.closing`).
-        """
+        The keywords are Java's ``CloseOptions`` (extra, see :mod:`consumer._client.closing`):
+        ``group_membership`` is a :class:`consumer.CloseOption`, ``timeout`` is in seconds."""
         if self._closed:
             return
         option = close_option(group_membership)

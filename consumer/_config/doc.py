@@ -55,9 +55,9 @@ def render_key_tables() -> str:
     lines += [f"| `{alias}` | `{name}` |" for alias, name in KEY_ALIASES.items()]
     lines += [
         "",
-        "### Classic-protocol keys (refused)",
+        "### Classic-protocol keys (refused under `group.protocol=consumer`)",
         "",
-        "| Key | Replacement |",
+        "| Key | Replacement under `consumer` |",
         "|---|---|",
     ]
     lines += [f"| `{key}` | {_escape(text)} |" for key, text in CLASSIC_ONLY.items()]

@@ -27,11 +27,14 @@ class Kind(enum.Enum):
 
 
 class Owner(enum.Enum):
-    """Who uses a key: the group member (our Python code), the librdkafka data plane, or both."""
+    """Who uses a key: the group member (our Python code), the librdkafka data plane, or both;
+    ``CLASSIC`` keys are librdkafka's classic-protocol consumer's only (``group.protocol=classic``).
+    """
 
     MEMBER = "member"
     DATA_PLANE = "data plane"
     BOTH = "both"
+    CLASSIC = "classic consumer"
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ DEBUG_FLAGS = (
     "security", "fetch", "interceptor", "plugin", "consumer", "admin", "eos", "mock", "assignor",
     "conf", "telemetry", "all",
 )  # fmt: skip
+ASSIGNMENT_STRATEGIES = ("range", "roundrobin", "cooperative-sticky")
 BUILTIN_FEATURES = (
     "gzip", "snappy", "ssl", "sasl", "regex", "lz4", "sasl_gssapi", "sasl_plain", "sasl_scram",
     "plugins", "zstd", "sasl_oauthbearer", "http", "oidc",
@@ -97,8 +101,8 @@ BUILTIN_FEATURES = (
 _MEMBER_SPECS: tuple[KeySpec, ...] = (
     KeySpec("bootstrap.servers", Kind.BROKER_LIST, B, note="Required. `metadata.broker.list` is an alias. A missing port means 9092, as in librdkafka."),  # noqa: E501
     _str("group.id", M, note="Required, non-empty. The data plane gets the same id but never joins or commits with it; it fetches committed offsets only for manually assigned partitions given without an offset."),  # noqa: E501
-    _enum("group.protocol", M, ("consumer",), "consumer", note="`classic` is refused: only the KIP-848 protocol is implemented. librdkafka's default is `classic`."),  # noqa: E501
-    _str("group.remote.assignor", M, note="Server-side assignor (`uniform`, `range`); unset = broker default."),  # noqa: E501
+    _enum("group.protocol", M, ("consumer", "classic"), "consumer", note="`consumer`: our KIP-848 member. `classic`: librdkafka's classic-protocol consumer behind the same API (see `docs/howto/switching-protocol.md`). librdkafka's default is `classic`."),  # noqa: E501
+    _str("group.remote.assignor", M, note="Server-side assignor (`uniform`, `range`); unset = broker default. Accepted and ignored under `classic`, as librdkafka does."),  # noqa: E501
     _str("group.instance.id", M, note="Static membership. At most 249 characters of `[a-zA-Z0-9._-]`, as Java checks."),  # noqa: E501
     _str("client.id", B, DEFAULT_CLIENT_ID, note="librdkafka's default is `rdkafka`."),
     _str("client.rack", B, note="Sent as RackId; the data plane uses it for fetch-from-follower."),
@@ -142,7 +146,19 @@ _MEMBER_SPECS: tuple[KeySpec, ...] = (
     _cb("error_cb", B, "Called with a `KafkaError` for member and data-plane errors."),
     KeySpec("logger", Kind.LOGGER, B, note="A `logging.Logger` (or `LoggerAdapter`) for member and data-plane logs: the member's own records (background loop, connections, retries, unreported group errors) go to it instead of the `consumer.*` loggers."),  # noqa: E501
     _cb("on_commit", M, "`on_commit(err, partitions)` after each commit, as in confluent-kafka."),
-    _cb("on_state_change", M, "Extra (not in confluent-kafka): `on_state_change(previous, current)` with member state names."),  # noqa: E501
+    _cb("on_state_change", M, "Extra (not in confluent-kafka): `on_state_change(previous, current)` with member state names. Refused under `classic` (librdkafka does not report its states)."),  # noqa: E501
+)  # fmt: skip
+
+_CLASSIC = "Only with `group.protocol=classic` (refused under `consumer`, as librdkafka and Java refuse it); unset means librdkafka's default"  # noqa: E501
+C = Owner.CLASSIC
+
+# Ranges are librdkafka 2.16.0's; the defaults are librdkafka's (applied by librdkafka, not here:
+# the same names are broker settings elsewhere), and librdkafka checks the values again.
+_CLASSIC_SPECS: tuple[KeySpec, ...] = (
+    _int("session.timeout.ms", C, 1, 3_600_000, None, _CLASSIC + ", 45000. Must be <= `max.poll.interval.ms`."),  # noqa: E501
+    _int("heartbeat.interval.ms", C, 1, 3_600_000, None, _CLASSIC + ", 3000."),
+    KeySpec("partition.assignment.strategy", Kind.CSV_FLAGS, C, choices=ASSIGNMENT_STRATEGIES, note=_CLASSIC + ", `range,roundrobin`. Eager (`range`, `roundrobin`) and cooperative (`cooperative-sticky`) strategies cannot be mixed. A librdkafka `cooperative-sticky` group cannot be upgraded member by member (see `docs/howto/switching-protocol.md`)."),  # noqa: E501
+    _str("group.protocol.type", C, None, _CLASSIC + ", `consumer`."),
 )  # fmt: skip
 
 _DATA_PLANE_SPECS: tuple[KeySpec, ...] = (
@@ -194,7 +210,7 @@ _DATA_PLANE_SPECS: tuple[KeySpec, ...] = (
     _int("internal.termination.signal", D, 0, 128, 0),
 )  # fmt: skip
 
-SPECS: dict[str, KeySpec] = {s.name: s for s in _MEMBER_SPECS + _DATA_PLANE_SPECS}
+SPECS: dict[str, KeySpec] = {s.name: s for s in _MEMBER_SPECS + _DATA_PLANE_SPECS + _CLASSIC_SPECS}
 
 # Alternative spellings of keys we parse ourselves; the canonical key is what the member reads.
 KEY_ALIASES: dict[str, str] = {
@@ -204,8 +220,8 @@ KEY_ALIASES: dict[str, str] = {
     "sasl.oauthbearer.client.credentials.client.secret": "sasl.oauthbearer.client.secret",
 }
 
-# Classic-protocol keys refused under group.protocol=consumer, as Java (first three) and librdkafka
-# (all four) refuse them; the value names the replacement.
+# Classic-protocol keys (the CLASSIC specs) refused under group.protocol=consumer, as Java (first
+# three) and librdkafka (all four) refuse them; the value names the replacement.
 CLASSIC_ONLY: dict[str, str] = {
     "session.timeout.ms": "the session timeout is a broker setting: 'group.consumer.session.timeout.ms'",  # noqa: E501
     "heartbeat.interval.ms": "the heartbeat interval is a broker setting: 'group.consumer.heartbeat.interval.ms'",  # noqa: E501

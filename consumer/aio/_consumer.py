@@ -39,6 +39,7 @@ from consumer.aio._callbacks import (
 )
 from consumer.aio._parts import ConsumerParts
 from consumer.aio._wakeup import LoopWakeup
+from consumer.config import ConfigError, wants_classic
 from consumer.errors import KafkaConnectionError
 from consumer.member import CloseRequested, ReportCommitResult, TopicPartition
 
@@ -65,6 +66,11 @@ class AsyncConsumer:
     """
 
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
+        if wants_classic({**(config or {}), **kwargs}):
+            raise ConfigError(
+                "consumer.aio.AsyncConsumer runs the KIP-848 member only: 'group.protocol' must "
+                "be 'consumer'; use consumer.Consumer for group.protocol=classic."
+            )
         self._consumer = Consumer(config, **kwargs)
         self._parts = ConsumerParts.of(self._consumer)
         self._wakeup = LoopWakeup()

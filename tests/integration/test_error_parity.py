@@ -2,7 +2,9 @@
 (``group.protocol=consumer``) and on ``consumer.Consumer``, against the session's real broker.
 
 Each test is parametrized over both clients; where the two differ on purpose, the test says
-which client does what (and ``docs/migrating-from-confluent-kafka.md`` says why).
+which client does what (and ``docs/migrating-from-confluent-kafka.md`` says why). Tests whose
+behaviour does not depend on the group protocol also run ``consumer.Consumer`` with
+``group.protocol=classic`` (``@ALSO_CLASSIC``): librdkafka's classic member behind our facade.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, TopicPar
 
 import consumer
 from tests.integration.consumer_support import ConsumerFactory
-from tests.support import CONFLUENT, OURS, wait_until
+from tests.support import CONFLUENT, OURS, OURS_CLASSIC, wait_until
 
 pytestmark = pytest.mark.integration
 
 _ASSIGNED_S = 30.0
+#: Also run the test on our facade with ``group.protocol=classic``.
+ALSO_CLASSIC = pytest.mark.parametrize("make", [CONFLUENT, OURS, OURS_CLASSIC], indirect=True)
 
 
 @pytest.fixture(params=[CONFLUENT, OURS])
@@ -94,11 +98,13 @@ def test_a_config_error_is_a_kafka_exception_with_invalid_arg(
     assert not error.retriable()
 
 
+@ALSO_CLASSIC
 def test_a_missing_group_id_is_a_value_error(make: ConsumerFactory) -> None:
     with pytest.raises(ValueError, match="group.id"):
         make({})
 
 
+@ALSO_CLASSIC
 def test_a_synchronous_commit_with_nothing_stored_raises_no_offset(
     make: ConsumerFactory, create_topic: Any
 ) -> None:
@@ -147,6 +153,7 @@ def test_a_commit_of_a_partition_that_does_not_exist_raises(
     assert error.code() == expected, error
 
 
+@ALSO_CLASSIC
 def test_a_committed_offset_reads_back_after_a_synchronous_commit(
     make: ConsumerFactory, create_topic: Any
 ) -> None:
@@ -159,6 +166,7 @@ def test_a_committed_offset_reads_back_after_a_synchronous_commit(
     assert [tp.offset for tp in client.committed([TopicPartition(topic, 0)], timeout=10)] == [2]
 
 
+@ALSO_CLASSIC
 def test_watermarks_of_an_unknown_partition_raise_unknown_partition(
     make: ConsumerFactory, create_topic: Any
 ) -> None:
@@ -196,6 +204,7 @@ def test_a_fatal_group_error_names_itself(make: ConsumerFactory, create_topic: A
         assert error.code() == KafkaError._FATAL
 
 
+@ALSO_CLASSIC
 def test_a_method_on_a_closed_consumer_raises_runtime_error(make: ConsumerFactory) -> None:
     client = make({"group.id": "g"})
     client.close()

@@ -7,7 +7,8 @@ offsets, reads, commits (as a non-member: member id "", epoch -1), seeks, pauses
 uses the incremental calls; auto-commit of manual partitions; ``store_offsets``; the broker's
 refusal of a non-member commit while the group has consumer-protocol members; and what happens
 when ``subscribe()`` and ``assign()`` are mixed (librdkafka's rules, probed and documented in
-``docs/migrating-from-confluent-kafka.md``).
+``docs/migrating-from-confluent-kafka.md``). The first three, which do not depend on the group
+protocol, also run ``consumer.Consumer`` with ``group.protocol=classic`` (``[ours-classic]``).
 """
 
 from __future__ import annotations
@@ -34,11 +35,13 @@ from consumer_support import (
     make_producer,
 )
 
-from tests.support import CONFLUENT, OURS, wait_until
+from tests.support import CONFLUENT, OURS, OURS_CLASSIC, wait_until
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
 IMPLS = [pytest.param(OURS, id="ours"), pytest.param(CONFLUENT, id="confluent")]
+#: For what does not depend on the group protocol: also our facade with group.protocol=classic.
+IMPLS_AND_CLASSIC = [*IMPLS, pytest.param(OURS_CLASSIC, id="ours-classic")]
 #: Records per partition produced before the consumer starts.
 RECORDS = 10
 #: Bound for records (or an error) to arrive; a normal run takes well under a second.
@@ -115,7 +118,7 @@ def manual_config(unique_name: Callable[[str], str], **extra: Any) -> dict[str, 
     }
 
 
-@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("impl", IMPLS_AND_CLASSIC)
 def test_assign_read_commit_seek_reassign(
     impl: str,
     make_consumer: ConsumerFactory,
@@ -183,7 +186,7 @@ def test_assign_read_commit_seek_reassign(
     consumer.close()
 
 
-@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("impl", IMPLS_AND_CLASSIC)
 def test_auto_commit_of_manual_partitions(
     impl: str,
     make_consumer: ConsumerFactory,
@@ -229,7 +232,7 @@ def test_auto_commit_of_manual_partitions(
     assert committed(reader, topic) == [10, 9], "close() commits the consumed offsets"
 
 
-@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("impl", IMPLS_AND_CLASSIC)
 def test_store_offsets_commits_what_was_stored(
     impl: str,
     make_consumer: ConsumerFactory,

@@ -1,5 +1,6 @@
 """The remaining ``Consumer`` methods, the same test on ``confluent_kafka.Consumer``
-(``group.protocol=consumer``) and ``consumer.Consumer`` against the real broker: ``pause`` /
+(``group.protocol=consumer``), ``consumer.Consumer`` and ``consumer.Consumer`` with
+``group.protocol=classic`` (none depends on the protocol) against the real broker: ``pause`` /
 ``resume``, ``seek``, ``offsets_for_times``, ``cluster_id``, ``list_topics``,
 ``get_watermark_offsets`` and ``unsubscribe``."""
 
@@ -15,7 +16,7 @@ from confluent_kafka import OFFSET_END, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from tests.integration.consumer_support import CONVERGENCE_S, ConsumerFactory
-from tests.support import CONFLUENT, OURS, holds_for, wait_until
+from tests.support import CONFLUENT, OURS, OURS_CLASSIC, holds_for, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -25,7 +26,7 @@ _RECORDS = 10
 _BASE_MS = int(time.time() * 1000) - 3_600_000
 
 
-@pytest.fixture(params=[CONFLUENT, OURS])
+@pytest.fixture(params=[CONFLUENT, OURS, OURS_CLASSIC])
 def make(request: pytest.FixtureRequest, kafka_bootstrap: str) -> Iterator[ConsumerFactory]:
     factory = ConsumerFactory(kafka_bootstrap, request.param)
     try:

@@ -348,14 +348,6 @@ def test_required_keys(key: str) -> None:
         parse_config(given)
 
 
-def test_classic_group_protocol_is_refused() -> None:
-    message = refused({"group.protocol": "Classic"})
-    assert "'group.protocol'" in message
-    assert "'Classic'" in message
-    assert "only the KIP-848 consumer protocol" in message
-    assert "'consumer'" in message
-
-
 @pytest.mark.parametrize("value", ["x" * 250, "has space", "slash/no", ".", "..", ""])
 def test_bad_group_instance_id_is_refused(value: str) -> None:
     message = refused({"group.instance.id": value})
