@@ -49,6 +49,9 @@ def test_options_are_validated() -> None:
         spec_from_options({**base, "subscribePattern": "a.*"})
     with pytest.raises(ValueError, match="startingOffsets"):
         spec_from_options({**base, "startingOffsets": "{}"})
+    with pytest.raises(ValueError, match=r"'group.protocol' must be 'consumer'.*'classic'"):
+        spec_from_options({**base, "kafka.group.protocol": "classic"})
+    assert spec_from_options({**base, "kafka.group.protocol": "CONSUMER"}).group_id == "g"
     pattern = spec_from_options({**base, "subscribe": "", "subscribePattern": "orders-.*"})
     assert pattern.subscription == ["^orders-.*"]
 
