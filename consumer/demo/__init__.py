@@ -262,15 +262,17 @@ def _draw(timeline: Timeline, output_dir: Path | None, narrator: Narrator) -> No
     folder.mkdir(parents=True, exist_ok=True)
     events_path = folder / "timeline.jsonl"
     timeline.write_jsonl(events_path)
+    narrator.note("drawing the rebalance timeline ...")
     try:
         image = plot(timeline, folder / "timeline.png", title="kgm demo: rebalance timeline")
     except ImportError:
         narrator.note(
-            f"timeline events: {events_path}; to draw them: "
-            f"pip install 'kafka-group-member[demo]' and kgm timeline plot {events_path}"
+            f"  matplotlib is not installed, so the timeline is kept as events: {events_path}\n"
+            f"  to draw it: pip install 'kafka-group-member[demo]', then "
+            f"kgm timeline plot {events_path}"
         )
         return
-    narrator.note(f"rebalance timeline drawn to {image} (events: {events_path})")
+    narrator.note(f"  drawn to {image} (events: {events_path})")
 
 
 def _union(members: list[_Member]) -> set[int]:

@@ -78,7 +78,7 @@ def test_kgm_demo_explains_the_group_converging_and_draws_the_timeline(
     assert all(n > 0 for n in per_member), "every member took part"
 
     png = tmp_path / "timeline.png"
-    assert f"rebalance timeline drawn to {png}" in out
+    assert f"drawn to {png}" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     timeline = Timeline()
     assert timeline.merge_jsonl(tmp_path / "timeline.jsonl") > 0
