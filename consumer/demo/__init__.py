@@ -52,6 +52,8 @@ from consumer.testing.real.kafka_jars import (
 from consumer.testing.recorder import record
 from consumer.testing.timeline import Timeline
 
+__all__ = ["run_demo"]
+
 DEMO_PARTITIONS: Final = 6
 DEMO_RECORDS: Final = 6_000
 #: Simulated processing time per record, so the work is still there when members join.
