@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from consumer._group_admin import add_group_commands
 from consumer._version import __version__
+from consumer.demo import DEMO_PARTITIONS, DEMO_RECORDS
 from consumer.testing.real.broker import LocalBroker
 from consumer.testing.real.detached import (
     read_broker_state,
@@ -46,7 +48,6 @@ def _broker_start(args: argparse.Namespace) -> int:
     if args.detach:
         # A detached broker keeps its run folder: ``kgm broker stop`` removes it.
         import tempfile
-        from pathlib import Path
 
         broker.run_dir = Path(tempfile.mkdtemp(prefix="kgm-broker-"))
     broker.start()
@@ -145,17 +146,72 @@ def _broker_stop(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from consumer.demo import run_demo
 
-    return run_demo(bootstrap_servers=args.bootstrap_servers)
+    return run_demo(
+        bootstrap_servers=args.bootstrap_servers,
+        records=args.records,
+        output_dir=args.output_dir,
+    )
+
+
+_DESCRIPTION = """\
+kgm: the command line of kafka-group-member, a Kafka consumer-group member
+(KIP-848) written in Python.
+
+Start with "kgm demo": it starts a local Kafka broker and shows three members
+joining one group. "kgm COMMAND --help" explains each command."""
+
+_EPILOG = """\
+examples:
+  kgm demo                                watch a group converge, explained
+  kgm broker start --detach               a local broker in the background
+  kgm group describe GROUP                members, epochs, assignments, lag
+  kgm timeline plot run.jsonl -o run.png  draw a recorded rebalance timeline"""
+
+_DEMO_DESCRIPTION = """\
+Start a local Kafka broker (or use --bootstrap-servers), create a 6-partition
+topic with numbered records, and start three members of one consumer group,
+one after the other.
+
+Every state transition of every member is printed as it happens, with its
+member epoch and the partitions it owns, next to what the group coordinator
+says: each member's target assignment. At the end: each member's record count
+(every record is consumed exactly once) and a PNG of the rebalance timeline
+(it needs matplotlib: pip install 'kafka-group-member[demo]')."""
+
+
+def _plain_help(parser: argparse.ArgumentParser) -> None:
+    """Give every subcommand a description (its one-line help, when it has none), so
+    ``kgm COMMAND --help`` says what the command does, as ``kgm --help`` lists it."""
+    for action in parser._actions:
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {choice.dest: choice.help for choice in action._choices_actions}
+        for name, sub in action.choices.items():
+            if sub.description is None and helps.get(name):
+                text = str(helps[name])
+                sub.description = text[0].upper() + text[1:] + "."
+            _plain_help(sub)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``kgm``."""
-    parser = argparse.ArgumentParser(prog="kgm", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="kgm",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(
+        dest="command", required=True, title="commands", metavar="COMMAND"
+    )
 
-    broker = commands.add_parser("broker", help="manage the local Kafka broker")
-    broker_commands = broker.add_subparsers(dest="broker_command", required=True)
+    broker = commands.add_parser(
+        "broker", help="start, check and stop a local Kafka broker (or a local cluster)"
+    )
+    broker_commands = broker.add_subparsers(
+        dest="broker_command", required=True, title="commands", metavar="COMMAND"
+    )
     where = argparse.ArgumentParser(add_help=False)
     where.add_argument(
         "--state-dir",
@@ -196,16 +252,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stop.set_defaults(handler=_broker_stop)
 
-    demo = commands.add_parser("demo", help="start the local broker and show a group converging")
+    demo = commands.add_parser(
+        "demo",
+        help="start a local broker and watch a consumer group converge, explained",
+        description=_DEMO_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     demo.add_argument(
         "--bootstrap-servers",
         default=None,
-        help="use this cluster instead of starting a local broker",
+        metavar="HOST:PORT",
+        help="use this cluster instead of starting a local broker (default: "
+        "$KAFKA_BOOTSTRAP_SERVERS, else a local broker)",
+    )
+    demo.add_argument(
+        "--records",
+        type=_demo_records,
+        default=DEMO_RECORDS,
+        metavar="N",
+        help=f"records to produce and consume; fewer make a shorter run (default: {DEMO_RECORDS})",
+    )
+    demo.add_argument(
+        "--output-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where to write the timeline (timeline.jsonl, timeline.png; default: a new "
+        "temporary folder, printed at the end)",
     )
     demo.set_defaults(handler=_demo)
     add_timeline_commands(commands)
     add_group_commands(commands)
+    _plain_help(parser)
     return parser
+
+
+def _demo_records(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < DEMO_PARTITIONS:
+        raise argparse.ArgumentTypeError(
+            f"--records takes a whole number of at least {DEMO_PARTITIONS}, got {text!r}"
+        )
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

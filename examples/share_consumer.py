@@ -19,15 +19,29 @@ first member, set the group config ``share.auto.offset.reset=earliest`` first (a
 
 from __future__ import annotations
 
+import signal
 import sys
-import time
+import threading
 
 from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 
-IDLE_S = 10.0
+
+def stop_on_signals() -> threading.Event:
+    """An event that SIGTERM (``kill``, a container stop) and SIGINT (Ctrl-C) set."""
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda _signum, _frame: stop.set())
+    return stop
 
 
-def main(bootstrap_servers: str, topic: str, group_id: str, max_records: int = 1_000_000) -> int:
+def main(
+    bootstrap_servers: str,
+    topic: str,
+    group_id: str,
+    max_records: int | None = None,
+    stop: threading.Event | None = None,
+) -> int:
+    stop = stop or threading.Event()
     consumer = ShareConsumer(
         {
             "bootstrap.servers": bootstrap_servers,
@@ -39,9 +53,8 @@ def main(bootstrap_servers: str, topic: str, group_id: str, max_records: int = 1
     accepted = rejected = 0
     try:
         consumer.subscribe([topic])
-        last_record_at = time.monotonic()
-        while accepted + rejected < max_records and time.monotonic() - last_record_at < IDLE_S:
-            messages = consumer.poll(1.0)
+        while not stop.is_set() and (max_records is None or accepted + rejected < max_records):
+            messages = consumer.poll(1.0)  # a signal is noticed within this timeout
             for message in messages:
                 if message.error() is not None:
                     raise KafkaException(message.error())
@@ -57,7 +70,6 @@ def main(bootstrap_servers: str, topic: str, group_id: str, max_records: int = 1
                     verdict = "REJECT"
                 print(f"{where} delivery={message.delivery_count()} value={value!r} {verdict}")
             if len(messages) > 0:
-                last_record_at = time.monotonic()
                 for partition, error in consumer.commit_sync(30).items():
                     if error is not None:
                         print(f"acknowledgements of {partition} failed: {error}", file=sys.stderr)
@@ -73,5 +85,5 @@ def main(bootstrap_servers: str, topic: str, group_id: str, max_records: int = 1
 if __name__ == "__main__":
     if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
-    limit = int(sys.argv[4]) if len(sys.argv) == 5 else 1_000_000
-    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], limit))
+    limit = int(sys.argv[4]) if len(sys.argv) == 5 else None
+    sys.exit(main(sys.argv[1], sys.argv[2], sys.argv[3], limit, stop_on_signals()))
