@@ -69,7 +69,9 @@ class GroupSpec:
         for key, _ in self.client_config:
             if key in ("bootstrap.servers", "group.id"):
                 raise ValueError(f"{key!r} is set by its own argument, not in the client config")
-        protocol = dict(self.client_config).get("group.protocol", "consumer")
+        protocol = dict(self.client_config).get(
+            "group.protocol", spec_default("group.protocol", str)
+        )
         if str(protocol).lower() != "consumer":
             # The hosted member fences its commits with the KIP-848 member epoch and watches
             # member states; a classic-protocol consumer has neither.
