@@ -302,7 +302,7 @@ class FakeConsumer(FetchControl):
         self._check_open()
         server = self._server
         everything = message is None and offsets is None
-        consumed = self._offsets.consumed(server.assigned()) if everything else {}
+        consumed = self._offsets.consumed(server.assigned(), server.positions) if everything else {}
         token = next(self._tokens)
         on_commit = self._config.on_commit
         chosen = offsets_to_commit(

@@ -436,3 +436,24 @@ def test_member_listeners_see_transitions_and_callbacks_in_simulated_time() -> N
     fake.remove_member_listener(events.append)
     with pytest.raises(ValueError, match="not added"):
         fake.remove_member_listener(events.append)
+
+
+def test_a_commit_in_on_revoke_covers_the_revoked_partitions() -> None:
+    """As the real Consumer and confluent-kafka (tests/integration/test_commit_in_on_revoke.py)."""
+    cluster = cluster_with(partitions=2, records=4)
+    reports: list[tuple[object, list[tuple[int, int]]]] = []
+    fake = cluster.consumer(
+        config(
+            **{
+                "enable.auto.commit": False,
+                "on_commit": lambda e, ps: reports.append(
+                    (e, [(p.partition, p.offset) for p in ps])
+                ),
+            }
+        )
+    )
+    fake.subscribe([TOPIC], on_revoke=lambda c, ps: c.commit(asynchronous=True))
+    assert len(drain(fake, polls=10, timeout=0.5)) == 4
+    fake.unsubscribe()
+    drain(fake, polls=3, timeout=0.5)
+    assert reports == [(None, [(0, 2), (1, 2)])]
