@@ -194,7 +194,7 @@ class ManualAssignment:
         """On the polling thread: auto-commit the manual partitions when the interval elapsed."""
         if not self._server.manual or not self._config.enable_auto_commit:
             return
-        now_s = time.monotonic()
+        now_s = self._now_s()
         if now_s < self._next_auto_commit_s:
             return
         self._next_auto_commit_s = now_s + self._config.auto_commit_interval_ms / 1000
@@ -214,6 +214,10 @@ class ManualAssignment:
         self.given_offsets.clear()
 
     # --- internals ----------------------------------------------------------------------------
+
+    def _now_s(self) -> float:
+        """The clock of the auto-commit interval (the testing kit's fake uses simulated time)."""
+        return time.monotonic()
 
     def _add(self, partitions: Sequence[KafkaTopicPartition]) -> None:
         if not partitions:

@@ -63,12 +63,22 @@ class OffsetBook:
         self._tokens = itertools.count(1)
         self._stored: dict[TopicPartition, int] = {}
 
-    def consumed(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """Next offset to read per partition: positions, or stored offsets when storing by hand."""
+    def consumed(
+        self,
+        partitions: Iterable[TopicPartition],
+        positions_of: Callable[[Iterable[tuple[str, int]]], Mapping[tuple[str, int], int]]
+        | None = None,
+    ) -> dict[TopicPartition, int]:
+        """Next offset to read per partition: positions, or stored offsets when storing by hand.
+
+        ``positions_of`` replaces the data plane's positions (``AppThreadServer.positions``
+        also knows those of partitions whose ``on_revoke`` is running).
+        """
         wanted = list(partitions)
         if not self._config.enable_auto_offset_store:
             return {tp: self._stored[tp] for tp in wanted if tp in self._stored}
-        positions = self._dataplane.positions((tp.topic, tp.partition) for tp in wanted)
+        keys = ((tp.topic, tp.partition) for tp in wanted)
+        positions = (positions_of or self._dataplane.positions)(keys)
         return {TopicPartition(t, p): offset for (t, p), offset in positions.items()}
 
     def report_consumed(self, owned: Iterable[TopicPartition]) -> None:
@@ -184,7 +194,9 @@ class OffsetBook:
         ``on_result(offsets, result)`` runs when it is served. Returns its token and offsets.
         ``start_runtime`` starts the background runtime if needed (see :meth:`commit`)."""
         everything = message is None and offsets is None
-        consumed = self.consumed(server.assigned()) if everything else {}
+        # Inside on_revoke the revoked partitions are still assigned (fetching has stopped):
+        # their consumed offsets are committed too, as confluent-kafka's commit() does there.
+        consumed = self.consumed(server.assigned(), server.positions) if everything else {}
         chosen = offsets_named(message, offsets, consumed)
         if server.subscribed:
             refuse_foreign(chosen, server.assigned())

@@ -34,6 +34,7 @@ from consumer._share_runtime.events import (
     SetSaslCredentials,
     ToAppEvent,
 )
+from consumer._share_runtime.metrics import ShareMetrics
 from consumer._share_runtime.transport import ClusterShareTransport
 from consumer._wire.share_heartbeat import (
     build_share_heartbeat_request,
@@ -91,6 +92,8 @@ class ShareRuntime:
             target=self._thread_main, name="share-consumer", daemon=True
         )
         self._started = time.monotonic()
+        #: ``ShareConsumer.metrics()``: fed by this loop, read by the application.
+        self.metrics = ShareMetrics(self._now_ms)
         self._shut_down = False
         self._close: Close | None = None
         self.finished = threading.Event()
@@ -102,6 +105,11 @@ class ShareRuntime:
     def member_id(self) -> str:
         """The member id this consumer uses in heartbeats and share sessions."""
         return self._member.member_id
+
+    @property
+    def member_epoch(self) -> int:
+        """The member epoch the coordinator gave this member (0 before joining)."""
+        return self._member.member_epoch
 
     def start(self) -> None:
         """Start the background thread."""
@@ -155,7 +163,7 @@ class ShareRuntime:
                 self._transport,
                 deliver=self.to_application.put,
                 undelivered=lambda: len(self.to_application),
-                report=self.outcomes.append,
+                report=self._report,
                 surface=lambda error: self.to_application.put(PartitionFailed(error)),
                 retry_backoff_ms=self._member.config.retry_backoff_ms,
             )
@@ -211,21 +219,31 @@ class ShareRuntime:
         except ValueError as exc:
             _log.error("set_sasl_credentials: %s", exc)
 
+    def _report(self, outcome: AcknowledgementsCompleted) -> None:
+        self.metrics.acknowledged(outcome.offsets, failed=outcome.error is not None)
+        self.outcomes.append(outcome)
+
     async def _commit(self, reply: Future[CommitResult], taken: dict[int, AckMap]) -> None:
+        started_ms = self.metrics.now_ms()
         try:
-            reply.set_result(await self._data.commit(taken))
+            result = await self._data.commit(taken)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting application
             reply.set_exception(exc)
+            return
+        self.metrics.commit_completed(started_ms)
+        reply.set_result(result)
 
     async def _feed(self, event: ShareInput) -> None:
         await self._carry_out(self._member.handle(event, self._now_ms()))
 
     async def _carry_out(self, commands: list[ShareCommand]) -> None:
         pending = list(commands)
+        self.metrics.state_is(self._member.state)
         while pending:
             answer = await self._execute(pending.pop(0))
             if answer is not None:
                 pending += self._member.handle(answer, self._now_ms())
+                self.metrics.state_is(self._member.state)
 
     async def _execute(self, command: ShareCommand) -> ShareInput | None:
         group_id = self._member.config.group_id
@@ -253,6 +271,7 @@ class ShareRuntime:
                     await self._data.assign(
                         TopicIdPartition(p.topic_id, p.partition) for p in assigned
                     )
+                    self.metrics.assignment_applied(len(assigned))
                 return ShareAssignmentApplied(request_id)
             case ReportError(error_code=code, error_name=name, message=message, fatal=fatal):
                 _log.error("share member error %s: %s", name, message)
@@ -276,6 +295,8 @@ class ShareRuntime:
 
     async def _heartbeat(self, request_id: int, command: SendShareHeartbeat) -> ShareInput | None:
         request = command.request
+        sent_ms = self.metrics.now_ms()
+        self.metrics.heartbeat_sent()
         try:
             response = await self._cluster.coordinator_request(
                 request.group_id, build_share_heartbeat_request(request)
@@ -283,6 +304,7 @@ class ShareRuntime:
             result = parse_share_heartbeat_response(response)
         except ConsumerError as exc:
             return HeartbeatTransportFailed(request_id, str(exc))
+        self.metrics.heartbeat_answered(sent_ms)
         if result.error is not None:
             return ShareHeartbeatFailed(request_id, result.error.code, result.error.broker_message)
         assignment = result.assignment

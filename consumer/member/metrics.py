@@ -83,7 +83,7 @@ METRIC_NAMES: dict[str, str] = {
 
 
 @dataclass
-class _Latency:
+class Latency:
     """Count, sum and maximum of durations in ms, plus when each was recorded (for the rate)."""
 
     window_ms: int
@@ -114,7 +114,8 @@ class _Latency:
         return len(self.recent_ms) * per_ms / span_ms if span_ms > 0 else 0.0
 
 
-def _seconds_since(then_ms: int | None, now_ms: int) -> float:
+def seconds_since(then_ms: int | None, now_ms: int) -> float:
+    """Seconds from ``then_ms`` to ``now_ms``; -1 when ``then_ms`` is None (never)."""
     return -1.0 if then_ms is None else (now_ms - then_ms) / 1000
 
 
@@ -130,14 +131,14 @@ class MemberMetrics:
         self._entered_ms = now_ms
         self._time_in_state_ms: dict[MemberState, int] = dict.fromkeys(MemberState, 0)
         self._transitions = 0
-        self._rebalances = _Latency(HOUR_MS)
-        self._failed_rebalances = _Latency(HOUR_MS)
+        self._rebalances = Latency(HOUR_MS)
+        self._failed_rebalances = Latency(HOUR_MS)
         self._rebalance_started_ms: int | None = None
         self._last_rebalance_ms: int | None = None
-        self._heartbeats = _Latency(RATE_WINDOW_MS)
+        self._heartbeats = Latency(RATE_WINDOW_MS)
         self._heartbeats_sent_ms: dict[int, int] = {}
         self._last_heartbeat_sent_ms: int | None = None
-        self._commits = _Latency(RATE_WINDOW_MS)
+        self._commits = Latency(RATE_WINDOW_MS)
         self._commits_sent_ms: dict[int, int] = {}
         self._partitions_assigned = 0
         self._partitions_revoked = 0
@@ -213,11 +214,11 @@ class MemberMetrics:
             "rebalance-latency-total": rebalances.total_ms,
             "failed-rebalance-total": failed.count,
             "failed-rebalance-rate-per-hour": failed.rate(now_ms, lived_ms, HOUR_MS),
-            "last-rebalance-seconds-ago": _seconds_since(self._last_rebalance_ms, now_ms),
+            "last-rebalance-seconds-ago": seconds_since(self._last_rebalance_ms, now_ms),
             "heartbeat-total": heartbeats.count,
             "heartbeat-rate": heartbeats.rate(now_ms, lived_ms, 1000),
             "heartbeat-response-time-max": heartbeats.max_ms,
-            "last-heartbeat-seconds-ago": _seconds_since(self._last_heartbeat_sent_ms, now_ms),
+            "last-heartbeat-seconds-ago": seconds_since(self._last_heartbeat_sent_ms, now_ms),
             "commit-total": commits.count,
             "commit-rate": commits.rate(now_ms, lived_ms, 1000),
             "commit-latency-avg": commits.average_ms(),

@@ -403,6 +403,14 @@ class ShareConsumer:
             )
         return held.lock_deadline_s
 
+    def metrics(self) -> dict[str, float]:
+        """The share member's heartbeat, rebalance, state and acknowledgement metrics (extra).
+
+        A new dict per call, named as :meth:`consumer.Consumer.metrics` names its counterparts;
+        the keys are listed in ``docs/howto/metrics.md``.
+        """
+        return self._runtime.metrics.snapshot(self._runtime.member_epoch)
+
     def set_sasl_credentials(self, username: str, password: str) -> None:
         """Authenticate with ``username``/``password`` from now on: new connections (and
         reconnections) of both the coordinator and the share sessions use them; connections

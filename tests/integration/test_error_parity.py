@@ -9,16 +9,22 @@ behaviour does not depend on the group protocol also run ``consumer.Consumer`` w
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import confluent_kafka
 import pytest
-from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 import consumer
+from consumer.testing.real.broker import fast_group_settings
+from consumer.testing.real.security import SecureBrokerSettings, secure_broker_settings
 from tests.integration.consumer_support import ConsumerFactory
+from tests.integration.security_support import grant_test_acls
 from tests.support import CONFLUENT, OURS, OURS_CLASSIC, wait_until
 
 pytestmark = pytest.mark.integration
@@ -211,3 +217,94 @@ def test_a_method_on_a_closed_consumer_raises_runtime_error(make: ConsumerFactor
     with pytest.raises(RuntimeError, match="(?i)closed"):
         client.poll(0.1)
     assert client.close() is None  # a second close() is a no-op in both
+
+
+# ----------------------------------------------------------------------------------------------
+# Authorization errors, on a broker with StandardAuthorizer (``bob`` has no rights on groups,
+# ``carol`` none on topics: see ``security_support.py``)
+
+_AUTH_USERS = {"alice": "alice-Secret-1", "bob": "bob-Secret-2", "carol": "carol-Secret-3"}
+_AUTH_ERROR_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def acl_broker(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[SecureBrokerSettings, str]]:
+    """A SASL_PLAINTEXT broker with ACLs, and a one-record topic on it (started once)."""
+    settings = secure_broker_settings(
+        Path(tmp_path_factory.mktemp("acl")),
+        users=_AUTH_USERS,
+        listeners=("SASL_PLAINTEXT",),
+        acls=True,
+    )
+    with settings.broker(overrides=fast_group_settings()) as broker:
+        grant_test_acls(settings, broker.bootstrap_servers)
+        topic = f"guarded-{uuid.uuid4().hex[:8]}"
+        admin_config = {"bootstrap.servers": broker.bootstrap_servers}
+        admin = AdminClient(admin_config)
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(timeout=30)
+        producer = Producer(admin_config)
+        producer.produce(topic, b"secret")
+        assert producer.flush(30) == 0, "the record was not delivered within 30 s"
+        yield settings, topic
+
+
+def _first_authorization_error(
+    make: ConsumerFactory, settings: SecureBrokerSettings, topic: str, user: str
+) -> tuple[str, KafkaError]:
+    """Subscribe as ``user`` and poll as confluent-kafka's examples do (an error event is raised
+    as ``KafkaException(msg.error())``); return how the first error arrived and the error."""
+    reported: list[KafkaError] = []
+    client = make(
+        {
+            **settings.client_config("SASL_PLAINTEXT", user=user, mechanism="SCRAM-SHA-256"),
+            "group.id": f"g-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "error_cb": reported.append,
+        }
+    )
+    client.subscribe([topic])
+    deadline = time.monotonic() + _AUTH_ERROR_S
+    while time.monotonic() < deadline and not reported:
+        try:
+            try:
+                message = client.poll(0.5)
+            except KafkaException:
+                channel = "raised by poll()"
+                raise
+            channel = "error event from poll()"
+            if message is not None and message.error() is not None:
+                raise KafkaException(message.error())
+            assert message is None, f"{make.impl}: a record delivered to {user}"
+        except KafkaException as exc:
+            return channel, exc.args[0]
+    assert reported, f"{make.impl}: no error for {user} within {_AUTH_ERROR_S} s"
+    return "error_cb", reported[0]
+
+
+def test_no_rights_on_the_group_is_group_authorization_failed(
+    make: ConsumerFactory, acl_broker: tuple[SecureBrokerSettings, str]
+) -> None:
+    """confluent-kafka: an error event from ``poll()`` (not fatal; FindCoordinator refused);
+    ours: ``poll()`` raises it, fatal (as Java: the member cannot join)."""
+    channel, error = _first_authorization_error(make, *acl_broker, user="bob")
+    assert error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED, error
+    assert error.name() == "GROUP_AUTHORIZATION_FAILED"
+    if make.is_ours:
+        assert (channel, error.fatal()) == ("raised by poll()", True)
+    else:
+        assert (channel, error.fatal()) == ("error event from poll()", False)
+
+
+def test_no_rights_on_the_topic_is_topic_authorization_failed(
+    make: ConsumerFactory, acl_broker: tuple[SecureBrokerSettings, str]
+) -> None:
+    """Not fatal in both: the member stays and the error comes back with each heartbeat.
+    confluent-kafka: an error event from ``poll()``; ours: ``error_cb`` (``poll()`` returns
+    nothing)."""
+    channel, error = _first_authorization_error(make, *acl_broker, user="carol")
+    assert error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, error
+    assert error.name() == "TOPIC_AUTHORIZATION_FAILED"
+    assert not error.fatal()
+    assert channel == ("error_cb" if make.is_ours else "error event from poll()")

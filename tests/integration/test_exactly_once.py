@@ -7,17 +7,16 @@ member that has left, or with an epoch the member does not have, is refused by t
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer as ConfluentConsumer
-from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
-from consumer import Consumer
 from consumer._client.group_metadata import group_metadata_bytes
 from tests.integration.consumer_support import make_producer, produce_numbered
+from tests.integration.exactly_once_support import TransactionalStage as _Stage
+from tests.integration.exactly_once_support import committed_output
 from tests.support import wait_until
 
 pytestmark = pytest.mark.integration
@@ -27,101 +26,6 @@ _PARTITIONS = 4
 _TIMEOUT_S = 60.0
 
 
-class _Stage:
-    """One member of the read-process-write group: our consumer and a transactional producer."""
-
-    def __init__(self, bootstrap: str, group: str, source: str, sink: str) -> None:
-        self.sink = sink
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-            }
-        )
-        self.consumer.subscribe([source])
-        self.producer = Producer(
-            {"bootstrap.servers": bootstrap, "transactional.id": f"eos-{uuid.uuid4().hex[:8]}"}
-        )
-        self.producer.init_transactions(30)
-        self.aborted = 0
-        self.committed = 0
-
-    def step(self) -> int:
-        """Read a batch, write it and its offsets in one transaction; return the records read."""
-        batch = [m for m in self.consumer.consume(50, 0.2) if m.error() is None]
-        if not batch:
-            return 0
-        self.producer.begin_transaction()
-        for message in batch:
-            self.producer.produce(self.sink, message.value())
-        try:
-            self.producer.send_offsets_to_transaction(
-                _next_offsets(batch), self.consumer.consumer_group_metadata(), 30
-            )
-            self.producer.commit_transaction(30)
-            self.committed += len(batch)
-        except KafkaException as exc:
-            if not exc.args[0].txn_requires_abort():
-                raise
-            # The group moved on between reading and committing: nothing of the batch is
-            # visible; read it again from where it started if the partition is still ours.
-            self.producer.abort_transaction(30)
-            self.aborted += 1
-            owned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
-            for tp in _first_offsets(batch):
-                if (tp.topic, tp.partition) in owned:
-                    self.consumer.seek(tp)
-        return len(batch)
-
-    def close(self) -> None:
-        self.consumer.close()
-        self.producer.flush(10)
-
-
-def _next_offsets(batch: list[Message]) -> list[TopicPartition]:
-    last: dict[tuple[str, int], int] = {}
-    for m in batch:
-        key = (m.topic() or "", m.partition() or 0)
-        last[key] = max(last.get(key, -1), m.offset() or 0)
-    return [TopicPartition(t, p, offset + 1) for (t, p), offset in sorted(last.items())]
-
-
-def _first_offsets(batch: list[Message]) -> list[TopicPartition]:
-    first: dict[tuple[str, int], int] = {}
-    for m in batch:
-        key = (m.topic() or "", m.partition() or 0)
-        first.setdefault(key, m.offset() or 0)
-    return [TopicPartition(t, p, offset) for (t, p), offset in sorted(first.items())]
-
-
-def _committed_output(bootstrap: str, sink: str) -> list[int]:
-    """Every value of ``sink`` visible to ``isolation.level=read_committed``."""
-    reader = ConfluentConsumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"reader-{uuid.uuid4().hex[:8]}",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "enable.auto.commit": False,
-        }
-    )
-    try:
-        reader.assign([TopicPartition(sink, 0, 0)])
-        values: list[int] = []
-        while True:
-            message = reader.poll(10.0)
-            assert message is not None, "no end-of-partition event from the output topic"
-            error = message.error()
-            if error is not None:
-                assert error.code() == KafkaError._PARTITION_EOF, error
-                return values
-            values.append(int(message.value()))
-    finally:
-        reader.close()
-
-
 def _run_until(stages: list[_Stage], done: Any, what: str) -> None:
     def turn() -> bool:
         for stage in stages:
@@ -129,12 +33,7 @@ def _run_until(stages: list[_Stage], done: Any, what: str) -> None:
         return bool(done())
 
     def details() -> str:
-        return "\n".join(
-            f"{s.consumer.memberid()}: {s.consumer.state} epoch {s.consumer.member_epoch}, "
-            f"owns {[tp.partition for tp in s.consumer.assignment()]}, "
-            f"wrote {s.committed}, aborted {s.aborted}"
-            for s in stages
-        )
+        return "\n".join(s.describe() for s in stages)
 
     wait_until(turn, _TIMEOUT_S, what, details, interval_s=0.0)
 
@@ -181,7 +80,7 @@ def test_members_joining_and_leaving_write_every_input_exactly_once(
         leaving.close()
         produce_numbered(producer, source, 2 * third, _RECORDS - 2 * third, _PARTITIONS)
         _run_until(stages, written_at_least(_RECORDS), f"{_RECORDS} records written")
-        output = Counter(_committed_output(kafka_bootstrap, sink))
+        output = Counter(committed_output(kafka_bootstrap, sink))
     finally:
         for stage in stages:
             stage.close()

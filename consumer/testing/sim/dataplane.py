@@ -94,10 +94,9 @@ class SimDataPlane:
         """Move the position of an assigned partition (absolute or logical offset)."""
         key = (partition.topic, partition.partition)
         if key not in self._positions:
-            raise kafka_exception(
-                KafkaError._UNKNOWN_PARTITION,
-                f"seek() of {partition.topic}[{partition.partition}]: the partition is not "
-                "assigned to this consumer",
+            raise kafka_exception(  # the real consumer's error (librdkafka's)
+                KafkaError._STATE,
+                f"Failed to seek to offset {partition.offset}: Local: Erroneous state",
             )
         if partition.offset < 0 and partition.offset not in (OFFSET_BEGINNING, OFFSET_END):
             raise kafka_exception(

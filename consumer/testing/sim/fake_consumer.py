@@ -24,7 +24,7 @@ import itertools
 from types import TracebackType
 from typing import Any, cast
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import OFFSET_STORED, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.member_events import MemberListener
@@ -74,6 +74,7 @@ from consumer.testing.sim.cluster import INFINITE_POLL_LIMIT_MS, SimCluster
 from consumer.testing.sim.committed import fetch_committed
 from consumer.testing.sim.dataplane import SimDataPlane
 from consumer.testing.sim.fetch_control import FetchControl
+from consumer.testing.sim.manual import SimManualAssignment
 from consumer.testing.sim.runtime import SimRuntime
 
 __all__ = ["FakeConsumer"]
@@ -136,6 +137,14 @@ class FakeConsumer(FetchControl):
             recorder=self.ownership,
             clock_ms=self._now_ms,
         )
+        self._manual = SimManualAssignment(
+            self._config,
+            self._dataplane,
+            self._server,
+            self._offsets,
+            self._ensure_runtime,
+            cluster,
+        )
 
     # --- extras beyond confluent-kafka ----------------------------------------------------------
 
@@ -193,6 +202,7 @@ class FakeConsumer(FetchControl):
             on_revoke, "on_revoke", self.name, self._now_ms, record
         )
         callbacks.on_lost = recorded_callback(on_lost, "on_lost", self.name, self._now_ms, record)
+        self._manual.on_subscribe()
         self._ensure_runtime()
         self._to_background.put(event)
 
@@ -200,6 +210,7 @@ class FakeConsumer(FetchControl):
         """Leave the group (revoking the assignment first); the consumer stays usable."""
         self._check_open()
         self._check_not_in_callback("unsubscribe")
+        self._manual.on_unsubscribe()
         if self.runtime is not None:
             self._offsets.report_consumed(self._server.owned)
             self._to_background.put(Unsubscribed())
@@ -247,8 +258,13 @@ class FakeConsumer(FetchControl):
     def _poll_turn(self) -> None:
         """Serve the background's events, tell the member the application polled, run it."""
         self._server.serve()
-        runtime = self.runtime
-        if runtime is not None and not runtime.finished:
+        self._manual.poll()
+        runtime = self.runtime  # a consumer that only assigns has no member to tell
+        if (
+            runtime is not None
+            and not runtime.finished
+            and (self._server.subscribed or runtime.state is not MemberState.UNSUBSCRIBED)
+        ):
             now = self._now_ms()
             self._last_poll_ms = now
             consumed = self._offsets.consumed(self._server.owned)
@@ -286,7 +302,7 @@ class FakeConsumer(FetchControl):
         self._check_open()
         server = self._server
         everything = message is None and offsets is None
-        consumed = self._offsets.consumed(server.owned) if everything else {}
+        consumed = self._offsets.consumed(server.assigned(), server.positions) if everything else {}
         token = next(self._tokens)
         on_commit = self._config.on_commit
         chosen = offsets_to_commit(
@@ -300,12 +316,9 @@ class FakeConsumer(FetchControl):
         )
         if chosen is None:
             return None
-        runtime = self.runtime
-        if runtime is None:
-            raise kafka_exception(
-                KafkaError._STATE, "commit() needs a group membership: call subscribe() first"
-            )
-        refuse_foreign(chosen, server.owned)
+        if server.subscribed:
+            refuse_foreign(chosen, server.assigned())
+        runtime = self._ensure_runtime()  # without a subscription: a non-member commit
         outcome: list[ReportCommitResult] = []
 
         def on_result(result: ReportCommitResult) -> None:
@@ -362,9 +375,13 @@ class FakeConsumer(FetchControl):
         return [KafkaTopicPartition(t, p, known.get((t, p), _OFFSET_INVALID)) for t, p in keys]
 
     def assignment(self) -> list[KafkaTopicPartition]:
-        """The partitions this member owns now."""
+        """The current assignment: partitions the group gave this member, and assigned ones."""
         self._check_open()
-        return [KafkaTopicPartition(tp.topic, tp.partition) for tp in sorted(self._server.owned)]
+        given = self._manual.given_offsets  # as the real one: the start offset, else STORED
+        return [
+            KafkaTopicPartition(tp.topic, tp.partition, given.get(tp, OFFSET_STORED))
+            for tp in sorted(self._server.assigned())
+        ]
 
     # --- fetch control --------------------------------------------------------------------------
 
@@ -399,6 +416,7 @@ class FakeConsumer(FetchControl):
         budget_ms = round(close_budget_s(timeout, self._config.max_poll_interval_ms) * 1000)
         self._check_not_in_callback("close")
         try:
+            self._manual.close()
             runtime = self.runtime
             if runtime is not None and not runtime.finished:
                 self._offsets.report_consumed(self._server.owned)

@@ -1,18 +1,18 @@
 """The part of :class:`~consumer.testing.sim.FakeConsumer`'s API that acts on its data plane
-alone: fetch control, positions, the assignment calls allowed inside rebalance callbacks, and the
-methods that are not simulated (they raise ``NotImplementedError`` naming themselves)."""
+alone: fetch control, positions, the assignment calls (inside rebalance callbacks, or manual
+assignment), and the methods that are not simulated (they raise ``NotImplementedError`` naming
+themselves)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from confluent_kafka import KafkaError
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._client.app_thread import AppThreadServer
-from consumer._client.errors import kafka_exception
 from consumer.testing.sim.cluster import SimCluster
 from consumer.testing.sim.dataplane import SimDataPlane
+from consumer.testing.sim.manual import SimManualAssignment
 
 __all__ = ["FetchControl"]
 
@@ -23,6 +23,7 @@ class FetchControl:
     _cluster: SimCluster
     _dataplane: SimDataPlane
     _server: AppThreadServer
+    _manual: SimManualAssignment
 
     def _check_open(self) -> None:  # pragma: no cover - FakeConsumer defines it
         raise NotImplementedError
@@ -64,11 +65,14 @@ class FetchControl:
         """Not simulated: raises ``NotImplementedError``."""
         raise NotImplementedError("FakeConsumer.offsets_for_times() is not simulated")
 
-    # --- assignment calls from rebalance callbacks -------------------------------------------
+    # --- assignment: inside rebalance callbacks, or manual ------------------------------------
 
     def incremental_assign(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Inside ``on_assign``: start these partitions at the offsets given (if any)."""
-        self._check_assignment_call("incremental_assign")
+        """Inside ``on_assign``: start these partitions at the offsets given (if any); outside
+        callbacks: add them to the manual assignment (no group member is created)."""
+        if not self._in_callback():
+            self._manual.incremental_assign(partitions)
+            return
         overrides = self._server.assign_overrides
         if overrides is None:
             return
@@ -77,22 +81,25 @@ class FetchControl:
                 overrides[(tp.topic, tp.partition)] = tp.offset
 
     def assign(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Inside ``on_assign``: as :meth:`incremental_assign`."""
-        self.incremental_assign(partitions)
+        """Inside ``on_assign``: as :meth:`incremental_assign`; outside callbacks: replace the
+        manual assignment."""
+        if self._in_callback():
+            self.incremental_assign(partitions)
+            return
+        self._manual.assign(partitions)
 
     def incremental_unassign(self, partitions: list[KafkaTopicPartition]) -> None:
-        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
-        self._check_assignment_call("incremental_unassign")
+        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns);
+        outside callbacks: remove manually assigned partitions."""
+        if not self._in_callback():
+            self._manual.incremental_unassign(partitions)
 
     def unassign(self) -> None:
-        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns)."""
-        self._check_assignment_call("unassign")
+        """Inside ``on_revoke`` / ``on_lost``: accepted and ignored (the member unassigns);
+        outside callbacks: remove every manually assigned partition."""
+        if not self._in_callback():
+            self._manual.unassign()
 
-    def _check_assignment_call(self, method: str) -> None:
+    def _in_callback(self) -> bool:
         self._check_open()
-        if not self._server.in_callback:
-            raise kafka_exception(
-                KafkaError._STATE,
-                f"{method}() outside a rebalance callback: manual assignment is not supported, "
-                "partitions come from the consumer group (use subscribe())",
-            )
+        return self._server.in_callback

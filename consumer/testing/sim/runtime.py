@@ -268,6 +268,10 @@ class SimRuntime:
         """The error a request to the coordinator gets now, if any (None: it gets through)."""
         if self.faults.cut(now):
             return NETWORK_EXCEPTION
+        if self._known_coordinator is None:
+            # As the real runtime's offset calls: the coordinator is looked up on demand (a
+            # consumer that only assigns partitions commits without ever joining).
+            self._known_coordinator = self._coordinator_id()
         if self._known_coordinator != self._coordinator_id():
             return ErrorCode.NOT_COORDINATOR
         return None

@@ -163,9 +163,9 @@ def test_async_commit_result_goes_to_on_commit_from_a_later_poll() -> None:
 def test_commit_errors_are_the_real_consumers() -> None:
     cluster = cluster_with(records=3)
     fake = cluster.consumer(config(**{"enable.auto.commit": False}))
-    with pytest.raises(KafkaException) as no_member:
-        fake.commit(offsets=[KafkaTopicPartition(TOPIC, 0, 1)], asynchronous=False)
-    assert no_member.value.args[0].code() == KafkaError._STATE
+    # Without a subscription: a commit as a non-member, accepted while the group is empty.
+    no_member = fake.commit(offsets=[KafkaTopicPartition(TOPIC, 0, 1)], asynchronous=False)
+    assert [(tp.partition, tp.offset, tp.error) for tp in no_member or []] == [(0, 1, None)]
     fake.subscribe([TOPIC])
     drain(fake, polls=3, timeout=0.5)
     with pytest.raises(ValueError, match="not both"):
@@ -248,9 +248,9 @@ def test_misuse_inside_a_callback_and_after_close() -> None:
     fake.subscribe([TOPIC], on_assign=polls_inside)
     drain(fake, polls=3, timeout=0.5)
     assert len(seen) == 1
-    with pytest.raises(KafkaException) as outside:
+    with pytest.raises(KafkaException) as outside:  # manual assignment of an owned partition
         fake.incremental_assign([KafkaTopicPartition(TOPIC, 0)])
-    assert outside.value.args[0].code() == KafkaError._STATE
+    assert outside.value.args[0].code() == KafkaError._CONFLICT
     fake.close()
     with pytest.raises(ConsumerClosedError):
         fake.poll(0)
@@ -305,7 +305,7 @@ def test_pause_resume_seek_and_position() -> None:
     assert fake.get_watermark_offsets(tp) == (0, 5)
     with pytest.raises(KafkaException) as unknown:
         fake.seek(KafkaTopicPartition(TOPIC, 7, 0))
-    assert unknown.value.args[0].code() == KafkaError._UNKNOWN_PARTITION
+    assert unknown.value.args[0].code() == KafkaError._STATE  # as the real one (librdkafka)
 
 
 def test_on_assign_can_choose_start_offsets() -> None:
@@ -436,3 +436,24 @@ def test_member_listeners_see_transitions_and_callbacks_in_simulated_time() -> N
     fake.remove_member_listener(events.append)
     with pytest.raises(ValueError, match="not added"):
         fake.remove_member_listener(events.append)
+
+
+def test_a_commit_in_on_revoke_covers_the_revoked_partitions() -> None:
+    """As the real Consumer and confluent-kafka (tests/integration/test_commit_in_on_revoke.py)."""
+    cluster = cluster_with(partitions=2, records=4)
+    reports: list[tuple[object, list[tuple[int, int]]]] = []
+    fake = cluster.consumer(
+        config(
+            **{
+                "enable.auto.commit": False,
+                "on_commit": lambda e, ps: reports.append(
+                    (e, [(p.partition, p.offset) for p in ps])
+                ),
+            }
+        )
+    )
+    fake.subscribe([TOPIC], on_revoke=lambda c, ps: c.commit(asynchronous=True))
+    assert len(drain(fake, polls=10, timeout=0.5)) == 4
+    fake.unsubscribe()
+    drain(fake, polls=3, timeout=0.5)
+    assert reports == [(None, [(0, 2), (1, 2)])]
