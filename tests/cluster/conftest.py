@@ -21,6 +21,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from consumer.testing.real.cluster import LocalCluster
 
 BROKERS = 3
+#: A quorum, so that the active controller can be killed (two more small JVMs, same start time).
+CONTROLLERS = 3
 
 # The reliability tier's fleet, checks and churn are plain modules of tests/reliability.
 _RELIABILITY = str(Path(__file__).resolve().parents[1] / "reliability")
@@ -30,11 +32,13 @@ if _RELIABILITY not in sys.path:
 
 @pytest.fixture(scope="session")
 def local_cluster() -> Iterator[LocalCluster]:
-    """The folder's cluster: three brokers, RF 3 and ``min.insync.replicas=2`` everywhere."""
+    """The folder's cluster: three brokers, RF 3 and ``min.insync.replicas=2`` everywhere, and
+    a quorum of three KRaft controllers."""
     started = time.monotonic()
-    with LocalCluster(brokers=BROKERS) as cluster:
+    with LocalCluster(brokers=BROKERS, controllers=CONTROLLERS) as cluster:
         print(  # noqa: T201 - start time and memory of the tier's cluster, for the CI log
-            f"\nLocalCluster({BROKERS}) ready in {time.monotonic() - started:.1f} s; "
+            f"\nLocalCluster({BROKERS}, controllers={CONTROLLERS}) ready in "
+            f"{time.monotonic() - started:.1f} s; "
             f"RSS KiB by node {cluster.rss_kib()}"
         )
         yield cluster
@@ -42,9 +46,9 @@ def local_cluster() -> Iterator[LocalCluster]:
 
 @pytest.fixture
 def cluster(local_cluster: LocalCluster) -> Iterator[LocalCluster]:
-    """The session cluster, every broker brought back (restarted or resumed) after the test."""
+    """The session cluster, every node brought back (restarted or resumed) after the test."""
     yield local_cluster
-    for node_id in local_cluster.broker_ids:
+    for node_id in [*local_cluster.controller_ids, *local_cluster.broker_ids]:
         if local_cluster.is_running(node_id):
             local_cluster.resume(node_id)  # no effect on a broker that was not paused
         else:
