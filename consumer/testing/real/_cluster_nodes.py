@@ -7,11 +7,12 @@ import contextlib
 import os
 import signal
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from consumer.testing.real.broker import fast_group_settings
+from consumer.testing.real.security import Listener
 
 #: Node id of the first (or only) KRaft controller.
 CONTROLLER_NODE_ID = 0
@@ -66,9 +67,11 @@ def node_properties(
     controllers: list[ClusterNode],
     brokers: int,
     overrides: Mapping[str, str],
+    listeners: Sequence[Listener] = (),
 ) -> dict[str, str]:
     """The ``server.properties`` of ``node`` in a cluster of ``controllers`` (static voters) and
-    ``brokers`` brokers; ``overrides`` win over a broker's settings."""
+    ``brokers`` brokers; a broker binds ``listeners`` besides PLAINTEXT (which brokers use
+    between themselves); ``overrides`` win over a broker's settings."""
     replicas, min_isr = str(min(3, brokers)), str(min(2, brokers))
     voters = ",".join(f"{c.node_id}@127.0.0.1:{c.port}" for c in controllers)
     common = {
@@ -93,12 +96,20 @@ def node_properties(
             "process.roles": "controller",
             "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
         }
-    listener = f"PLAINTEXT://127.0.0.1:{node.port}"
+    plaintext = f"PLAINTEXT://127.0.0.1:{node.port}"
+    binds = [plaintext, *(f"{x.name}://127.0.0.1:{x.port}" for x in listeners)]
+    adverts = [
+        plaintext,
+        *(f"{x.name}://127.0.0.1:{x.advertised_port or x.port}" for x in listeners),
+    ]
+    protocols = [common["listener.security.protocol.map"]]
+    protocols += [f"{x.name}:{x.protocol}" for x in listeners]
     return {
         **common,
         "process.roles": "broker",
-        "listeners": listener,
-        "advertised.listeners": listener,
+        "listeners": ",".join(binds),
+        "advertised.listeners": ",".join(adverts),
+        "listener.security.protocol.map": ",".join(protocols),
         "inter.broker.listener.name": "PLAINTEXT",
         "offsets.topic.replication.factor": replicas,
         "offsets.topic.num.partitions": "3",

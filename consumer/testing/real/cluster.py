@@ -36,7 +36,7 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,6 +78,7 @@ from consumer.testing.real.kafka_jars import (
     BrokerStartError,
     resolve_kafka_jars,
 )
+from consumer.testing.real.security import Listener
 
 __all__ = ["LocalCluster", "running_cluster"]
 
@@ -99,7 +100,9 @@ class LocalCluster(Service):
     internal ``__consumer_offsets`` (3 partitions) and ``__share_group_state`` topics. Every
     broker has :func:`~consumer.testing.real.broker.fast_group_settings`. ``overrides`` are
     added to (and win over) every broker's ``server.properties``; ``broker_overrides`` maps a
-    broker's node id to settings for that broker only (they win over ``overrides``).
+    broker's node id to settings for that broker only (they win over ``overrides``), and
+    ``broker_listeners`` to listeners it binds besides PLAINTEXT (see
+    :class:`~consumer.testing.real.proxied_cluster.ProxiedCluster`).
 
     ``controllers`` is 1 (node 0) or a quorum of 3 or 5 (nodes 0, 10, 11, ...): a quorum
     survives the loss of its active controller (:meth:`active_controller`).
@@ -120,6 +123,7 @@ class LocalCluster(Service):
     bind_to_parent: bool = True
     controllers: int = 1
     broker_overrides: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    broker_listeners: Mapping[int, Sequence[Listener]] = field(default_factory=dict)
     _root: Path | None = field(default=None, init=False, repr=False)
     _nodes: dict[int, ClusterNode] = field(default_factory=dict, init=False, repr=False)
     # Every JVM is launched from this one thread: with ``bind_to_parent`` Linux kills a JVM when
@@ -132,11 +136,13 @@ class LocalCluster(Service):
             raise ValueError(f"brokers must be between 1 and 9, got {self.brokers!r}")
         if self.controllers not in (1, 3, 5):
             raise ValueError(f"controllers must be 1, 3 or 5, got {self.controllers!r}")
-        unknown = sorted(set(self.broker_overrides) - set(self.broker_ids))
-        if unknown:
-            raise ValueError(
-                f"broker_overrides keys must be broker ids {self.broker_ids}, got {unknown}"
-            )
+        for name, per_broker in (
+            ("broker_overrides", self.broker_overrides),
+            ("broker_listeners", self.broker_listeners),
+        ):
+            unknown = sorted(set(per_broker) - set(self.broker_ids))
+            if unknown:
+                raise ValueError(f"{name} keys must be broker ids {self.broker_ids}, got {unknown}")
 
     @property
     def broker_ids(self) -> list[int]:
@@ -169,7 +175,8 @@ class LocalCluster(Service):
         """The full ``server.properties`` node ``node_id`` starts with."""
         controllers = [self._nodes[c] for c in self.controller_ids]
         overrides = {**self.overrides, **self.broker_overrides.get(node_id, {})}
-        return node_properties(self._node(node_id), controllers, self.brokers, overrides)
+        listeners = self.broker_listeners.get(node_id, ())
+        return node_properties(self._node(node_id), controllers, self.brokers, overrides, listeners)
 
     def start(self) -> Self:
         """Format every node's storage with one cluster id, start all JVMs at once and return
