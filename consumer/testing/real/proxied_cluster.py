@@ -13,6 +13,9 @@ bypasses the proxies too::
     with ProxiedCluster(brokers=3) as cluster:
         consumer = Consumer({"bootstrap.servers": cluster.member_bootstrap_servers, ...})
         cluster.proxy(cluster.coordinator_of("orders")).blackhole()   # members lose it
+
+The proxies pass whole Kafka frames, so :meth:`FaultProxy.answer_with_error` works on them: the
+coordinator's proxy can answer the members' heartbeats with COORDINATOR_LOAD_IN_PROGRESS.
 """
 
 from __future__ import annotations
@@ -46,7 +49,10 @@ class ProxiedCluster(LocalCluster):
         for node_id in self.broker_ids:
             listener_port = free_port()
             proxy = FaultProxy(
-                ("127.0.0.1", listener_port), listen_port=free_port(), name=f"broker-{node_id}"
+                ("127.0.0.1", listener_port),
+                listen_port=free_port(),
+                name=f"broker-{node_id}",
+                kafka_frames=True,
             )
             self._proxies[node_id] = proxy
             listeners[node_id] = (

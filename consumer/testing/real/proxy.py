@@ -37,11 +37,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self
 
+from kio.schema.errors import ErrorCode
+
+from consumer.testing.real._answering import FramedLink, check_rule
 from consumer.testing.real._service import Service
 from consumer.testing.real.broker import LocalBroker, free_port
 from consumer.testing.real.security import Listener, listener_overrides
 
 __all__ = ["FaultProxy", "ProxiedBroker", "ProxyStats", "proxied_broker"]
+
+_Outbox = asyncio.Queue[tuple[float, bytes]]
 
 _CHUNK_BYTES = 64 * 1024
 _QUEUED_CHUNKS = 256
@@ -57,6 +62,7 @@ class ProxyStats:
     refused: int  # client connections reset at once (during drop(), or upstream unreachable)
     bytes_up: int  # forwarded client -> upstream
     bytes_down: int  # forwarded upstream -> client
+    answered: int = 0  # requests answered by the proxy itself (answer_with_error)
 
 
 def _linger_zero(sock: socket.socket | Any) -> None:
@@ -81,10 +87,19 @@ class FaultProxy(Service):
     return once the fault is in force.
     """
 
-    def __init__(self, upstream: tuple[str, int], *, listen_port: int = 0, name: str = "proxy"):
+    def __init__(
+        self,
+        upstream: tuple[str, int],
+        *,
+        listen_port: int = 0,
+        name: str = "proxy",
+        kafka_frames: bool = False,
+    ):
         self.upstream = upstream
         self.name = name
         self._listen_port = listen_port
+        self._kafka_frames = kafka_frames
+        self._answer: tuple[int, ErrorCode] | None = None
         self._delay_s = 0.0
         self._mode = "open"  # "open" | "blackhole" | "drop"
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -150,8 +165,20 @@ class FaultProxy(Service):
         self._control(self._do_drop)
 
     def heal(self) -> None:
-        """End blackhole() or drop(); held bytes flow again. The delay is kept."""
+        """End blackhole(), drop() or answer_with_error(); held bytes flow again. The delay is
+        kept."""
         self._control(self._do_heal)
+
+    def answer_with_error(self, api_key: int, error_code: int) -> None:
+        """Answer every request with ``api_key`` (68: ConsumerGroupHeartbeat, 76:
+        ShareGroupHeartbeat) with ``error_code`` and nothing else, without forwarding it, until
+        heal(): e.g. 14 (COORDINATOR_LOAD_IN_PROGRESS), as a coordinator still loading its
+        ``__consumer_offsets`` partition answers. Needs ``kafka_frames=True`` (the proxy then
+        forwards whole Kafka frames only)."""
+        if not self._kafka_frames:
+            raise RuntimeError(f"{self.name}: answer_with_error needs kafka_frames=True")
+        rule = check_rule(api_key, error_code)
+        self._control(lambda: setattr(self, "_answer", rule))
 
     def start(self) -> Self:
         """Bind the listening port and start forwarding (in a daemon thread)."""
@@ -222,6 +249,7 @@ class FaultProxy(Service):
 
     def _do_heal(self) -> None:
         self._mode = "open"
+        self._answer = None
         if self._flowing is not None:
             self._flowing.set()
 
@@ -318,57 +346,84 @@ class FaultProxy(Service):
         link = (writer, up_writer)
         self._links.add(link)
         self._count(accepted=1, active=1)
-        pumps = [
-            asyncio.create_task(self._pump(reader, up_writer, "bytes_up")),
-            asyncio.create_task(self._pump(up_reader, writer, "bytes_down")),
+        to_upstream: _Outbox = asyncio.Queue(_QUEUED_CHUNKS)
+        to_client: _Outbox = asyncio.Queue(_QUEUED_CHUNKS)
+        framed = FramedLink(lambda: self._answer) if self._kafka_frames else None
+
+        def from_client(data: bytes) -> list[tuple[_Outbox, bytes]]:
+            if framed is None or not data:
+                return [(to_upstream, data)]
+            forward, answers = framed.from_client(data)
+            if answers:
+                self._count(answered=len(answers))
+            return [(to_upstream, forward), (to_client, b"".join(answers))]
+
+        def from_upstream(data: bytes) -> list[tuple[_Outbox, bytes]]:
+            if framed is None or not data:
+                return [(to_client, data)]
+            return [(to_client, framed.from_upstream(data))]
+
+        writers = [
+            asyncio.create_task(self._write(to_upstream, up_writer, "bytes_up")),
+            asyncio.create_task(self._write(to_client, writer, "bytes_down")),
+        ]
+        readers = [
+            asyncio.create_task(self._read(reader, from_client)),
+            asyncio.create_task(self._read(up_reader, from_upstream)),
         ]
         try:
-            await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+            waiting = {*writers, *readers}
+            # A writer ends the link (end of stream, or writing failed); so does a reader that
+            # failed (bytes that are not Kafka frames); a reader at end of stream does not: its
+            # writer still has to pass the end on.
+            while True:
+                done, waiting = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if any(task in writers or task.exception() is not None for task in done):
+                    break
         finally:
-            for task in pumps:
+            for task in (*writers, *readers):
                 task.cancel()
-            await asyncio.gather(*pumps, return_exceptions=True)
+            await asyncio.gather(*writers, *readers, return_exceptions=True)
             self._links.discard(link)
             self._count(active=-1)
 
-    async def _pump(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, counter: str
+    async def _read(
+        self, reader: asyncio.StreamReader, route: Callable[[bytes], list[tuple[_Outbox, bytes]]]
     ) -> None:
-        """Copy one direction; each chunk is due ``delay`` after it was read (order kept)."""
+        """Read one direction; each chunk ``route`` returns is due ``delay`` after it was read
+        (b"" is the end of the stream and always passed on)."""
         loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue(_QUEUED_CHUNKS)
+        while True:
+            try:
+                data = await reader.read(_CHUNK_BYTES)
+            except OSError:
+                data = b""
+            for outbox, chunk in route(data):
+                if chunk or not data:
+                    await outbox.put((loop.time() + self._delay_s, chunk))
+            if not data:
+                return
+
+    async def _write(self, outbox: _Outbox, writer: asyncio.StreamWriter, counter: str) -> None:
+        """Write one direction's chunks when due and while no blackhole holds them (order kept);
+        returns at the end of the stream or when writing fails."""
+        loop = asyncio.get_running_loop()
         assert self._flowing is not None
         flowing = self._flowing
-
-        async def read() -> None:
-            while True:
-                try:
-                    data = await reader.read(_CHUNK_BYTES)
-                except OSError:
-                    data = b""
-                await queue.put((loop.time() + self._delay_s, data))
-                if not data:
-                    return
-
-        reading = asyncio.create_task(read())
-        try:
-            while True:
-                due, data = await queue.get()
-                wait_s = due - loop.time()
-                if wait_s > 0:
-                    await asyncio.sleep(wait_s)
-                await flowing.wait()
-                if not data:
-                    return  # end of stream: the caller closes both sides
-                writer.write(data)
-                try:
-                    await writer.drain()
-                except OSError:
-                    return
-                self._count(**{counter: len(data)})
-        finally:
-            reading.cancel()
-            await asyncio.gather(reading, return_exceptions=True)
+        while True:
+            due, data = await outbox.get()
+            wait_s = due - loop.time()
+            if wait_s > 0:
+                await asyncio.sleep(wait_s)
+            await flowing.wait()
+            if not data:
+                return  # end of stream: the caller closes both sides
+            writer.write(data)
+            try:
+                await writer.drain()
+            except OSError:
+                return
+            self._count(**{counter: len(data)})
 
 
 # ----------------------------------------------------------------------------------------------
