@@ -19,7 +19,7 @@ import random
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +75,25 @@ class ClusterTarget:
         )
         self._joined.write_text(text, encoding="utf-8")
         return self._joined
+
+
+class ClusterFleet(Fleet):
+    """:class:`Fleet` whose members may be confluent-kafka's KIP-848 consumer (``impl=
+    "confluent"`` among the member defaults), which reports no member state: for those,
+    converged means every partition owned once (by the members' own ``on_assign``/``on_revoke``)
+    and the assignment balanced, with no STABLE to wait for. The anchor of the recovery times."""
+
+    def converged(self, members: Sequence[MemberProcess] | None = None) -> bool:
+        if self.defaults.get("impl") != "confluent":
+            return super().converged(members)
+        chosen = list(members) if members is not None else self.live()
+        if not chosen:
+            return False
+        views = [m.refresh() for m in chosen]
+        owned = [p for v in views for p in v.owned]
+        counts = [len(v.owned) for v in views]
+        balanced = max(counts) - min(counts) <= 1
+        return balanced and len(owned) == len(set(owned)) and set(owned) == self.all_partitions()
 
 
 class ClusterProducedLog(ProducedLog):

@@ -94,18 +94,17 @@ def make_cluster_fleet(
     cluster (members of ``proxied_slots`` reach the brokers through their proxies), and its
     ``ClusterProducedLog`` (``acks=all``, idempotent). Members left running are killed at
     teardown."""
-    from cluster_fleet import ClusterProducedLog, ClusterTarget
-    from fleet import Fleet
+    from cluster_fleet import ClusterFleet, ClusterProducedLog, ClusterTarget
 
-    made: list[Fleet] = []
+    made: list[ClusterFleet] = []
 
     def make(
         partitions: int, proxied_slots: tuple[str, ...] = (), **defaults: object
-    ) -> tuple[Fleet, ClusterProducedLog]:
+    ) -> tuple[ClusterFleet, ClusterProducedLog]:
         topic = replicated_topic(partitions)
         group = f"group-{uuid.uuid4().hex[:10]}"
         target = ClusterTarget(cluster, tmp_path, proxied_slots)
-        fleet = Fleet(target, tmp_path, topic, group, partitions, **defaults)  # type: ignore[arg-type]
+        fleet = ClusterFleet(target, tmp_path, topic, group, partitions, **defaults)  # type: ignore[arg-type]
         made.append(fleet)
         return fleet, ClusterProducedLog(cluster.bootstrap_servers, topic, partitions)
 
