@@ -111,6 +111,7 @@ def test_group_through_active_controller_kill_with_a_join_and_a_leader_kill(
         stable_while_down_s=round(converged_down_s, 1),
         stable_after_restart_s=round(converged_up_s, 1),
         duplicate_causes=dict(causes),
+        fences=[f"{name}: {reason}" for name, _at, reason in fleet.broker_fences()],
         acked_without_offset=unknown_offsets,
     )
     result.faults = dict(fleet.fault_counts)
