@@ -1,10 +1,11 @@
 """The reliability tier's member fleet and churn (``tests/reliability``: ``fleet``, ``test_churn``,
 ``run_checks``) on the three-broker :class:`LocalCluster`, plus the broker faults.
 
-Members connect straight to the brokers (no per-member fault proxy), so the churn's member faults
-here are kills, leaves and joins, pauses (SIGSTOP) and slow revocations; the broker faults are a
-SIGKILL or a controlled shutdown (SIGTERM) of a broker followed by its restart, a broker paused
-(SIGSTOP) longer than the broker session timeout, and the group coordinator's broker killed.
+Members connect straight to the brokers (no per-member fault proxy; a test may send some through
+the brokers' proxies, to cut a broker off from them), so the churn's member faults here are kills,
+leaves and joins, pauses (SIGSTOP) and slow revocations; the broker faults are a SIGKILL or a
+controlled shutdown (SIGTERM) of a broker followed by its restart, a broker paused (SIGSTOP)
+longer than the broker session timeout, and the group coordinator's broker killed.
 
 Every broker fault is recorded in the run's timeline as a fault without a member (the members'
 own faults keep their member), so the checks and the duplicate causes see it. After each fault
@@ -18,6 +19,7 @@ import random
 import re
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +32,7 @@ from reliability_support import CONVERGE_S, SESSION_MS, ProducedLog
 from test_churn import Churn, duplicate_causes
 
 from consumer.testing.real.cluster import LocalCluster
+from consumer.testing.real.proxied_cluster import ProxiedCluster
 from consumer.testing.timeline_events import Fault, Processed, wall_clock_ms
 from tests.support import wait_until
 
@@ -42,20 +45,26 @@ BROKER_KINDS = ("coordinator_kill", "broker_kill", "broker_pause", "broker_stop"
 
 
 class ClusterTarget:
-    """What :class:`Fleet` needs of its "cluster", on a :class:`LocalCluster`: every member's
-    bootstrap servers are the cluster's, there are no per-member proxies, and ``broker.log_path``
-    is every broker's ``server.log`` joined (the group's coordinator moves between them)."""
+    """What :class:`Fleet` needs of its "cluster", on a :class:`ProxiedCluster`: members of
+    ``proxied_slots`` reach the brokers through the brokers' fault proxies, the others directly
+    (no per-member proxy either way), and ``broker.log_path`` is every broker's ``server.log``
+    joined (the group's coordinator moves between them)."""
 
-    def __init__(self, cluster: LocalCluster, workdir: Path) -> None:
+    def __init__(
+        self, cluster: ProxiedCluster, workdir: Path, proxied_slots: Iterable[str] = ()
+    ) -> None:
         self.local = cluster
         self.broker = self
+        self.proxied_slots = frozenset(proxied_slots)
         self._joined = workdir / "cluster-server.log"
 
-    def bootstrap_servers(self, _slot: str) -> str:
+    def bootstrap_servers(self, slot: str) -> str:
+        if slot in self.proxied_slots:
+            return self.local.member_bootstrap_servers
         return self.local.bootstrap_servers
 
     def proxy(self, slot: str) -> Any:
-        raise AssertionError(f"members on the cluster have no fault proxy (slot {slot})")
+        raise AssertionError(f"members on the cluster have no fault proxy of their own ({slot})")
 
     @property
     def log_path(self) -> Path:
@@ -66,6 +75,25 @@ class ClusterTarget:
         )
         self._joined.write_text(text, encoding="utf-8")
         return self._joined
+
+
+class ClusterFleet(Fleet):
+    """:class:`Fleet` whose members may be confluent-kafka's KIP-848 consumer (``impl=
+    "confluent"`` among the member defaults), which reports no member state: for those,
+    converged means every partition owned once (by the members' own ``on_assign``/``on_revoke``)
+    and the assignment balanced, with no STABLE to wait for. The anchor of the recovery times."""
+
+    def converged(self, members: Sequence[MemberProcess] | None = None) -> bool:
+        if self.defaults.get("impl") != "confluent":
+            return super().converged(members)
+        chosen = list(members) if members is not None else self.live()
+        if not chosen:
+            return False
+        views = [m.refresh() for m in chosen]
+        owned = [p for v in views for p in v.owned]
+        counts = [len(v.owned) for v in views]
+        balanced = max(counts) - min(counts) <= 1
+        return balanced and len(owned) == len(set(owned)) and set(owned) == self.all_partitions()
 
 
 class ClusterProducedLog(ProducedLog):

@@ -19,8 +19,11 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from consumer.testing.real.cluster import LocalCluster
+from consumer.testing.real.proxied_cluster import ProxiedCluster
 
 BROKERS = 3
+#: A quorum, so that the active controller can be killed (two more small JVMs, same start time).
+CONTROLLERS = 3
 
 # The reliability tier's fleet, checks and churn are plain modules of tests/reliability.
 _RELIABILITY = str(Path(__file__).resolve().parents[1] / "reliability")
@@ -29,22 +32,27 @@ if _RELIABILITY not in sys.path:
 
 
 @pytest.fixture(scope="session")
-def local_cluster() -> Iterator[LocalCluster]:
-    """The folder's cluster: three brokers, RF 3 and ``min.insync.replicas=2`` everywhere."""
+def local_cluster() -> Iterator[ProxiedCluster]:
+    """The folder's cluster: three brokers, RF 3 and ``min.insync.replicas=2`` everywhere, a
+    quorum of three KRaft controllers, and a fault proxy in front of each broker for members
+    that bootstrap on ``member_bootstrap_servers`` (idle for the others)."""
     started = time.monotonic()
-    with LocalCluster(brokers=BROKERS) as cluster:
+    with ProxiedCluster(brokers=BROKERS, controllers=CONTROLLERS) as cluster:
         print(  # noqa: T201 - start time and memory of the tier's cluster, for the CI log
-            f"\nLocalCluster({BROKERS}) ready in {time.monotonic() - started:.1f} s; "
+            f"\nLocalCluster({BROKERS}, controllers={CONTROLLERS}) ready in "
+            f"{time.monotonic() - started:.1f} s; "
             f"RSS KiB by node {cluster.rss_kib()}"
         )
         yield cluster
 
 
 @pytest.fixture
-def cluster(local_cluster: LocalCluster) -> Iterator[LocalCluster]:
-    """The session cluster, every broker brought back (restarted or resumed) after the test."""
+def cluster(local_cluster: ProxiedCluster) -> Iterator[ProxiedCluster]:
+    """The session cluster, every node brought back (restarted or resumed) and every proxy
+    healed after the test."""
     yield local_cluster
-    for node_id in local_cluster.broker_ids:
+    local_cluster.heal_all()
+    for node_id in [*local_cluster.controller_ids, *local_cluster.broker_ids]:
         if local_cluster.is_running(node_id):
             local_cluster.resume(node_id)  # no effect on a broker that was not paused
         else:
@@ -77,24 +85,26 @@ def replicated_topic(cluster: LocalCluster, cluster_admin: AdminClient) -> Calla
 
 @pytest.fixture
 def make_cluster_fleet(
-    cluster: LocalCluster,
+    cluster: ProxiedCluster,
     replicated_topic: Callable[[int], str],
     tmp_path: Path,
 ) -> Iterator[Callable[..., tuple[Any, Any]]]:
-    """``make_cluster_fleet(partitions, **member_defaults)`` -> the reliability tier's ``Fleet``
-    of member processes on a new replicated topic and group of the cluster, and its
+    """``make_cluster_fleet(partitions, proxied_slots=(), **member_defaults)`` -> the
+    reliability tier's ``Fleet`` of member processes on a new replicated topic and group of the
+    cluster (members of ``proxied_slots`` reach the brokers through their proxies), and its
     ``ClusterProducedLog`` (``acks=all``, idempotent). Members left running are killed at
     teardown."""
-    from cluster_fleet import ClusterProducedLog, ClusterTarget
-    from fleet import Fleet
+    from cluster_fleet import ClusterFleet, ClusterProducedLog, ClusterTarget
 
-    made: list[Fleet] = []
+    made: list[ClusterFleet] = []
 
-    def make(partitions: int, **defaults: object) -> tuple[Fleet, ClusterProducedLog]:
+    def make(
+        partitions: int, proxied_slots: tuple[str, ...] = (), **defaults: object
+    ) -> tuple[ClusterFleet, ClusterProducedLog]:
         topic = replicated_topic(partitions)
         group = f"group-{uuid.uuid4().hex[:10]}"
-        fleet = Fleet(ClusterTarget(cluster, tmp_path), tmp_path, topic, group, partitions,
-                      **defaults)  # fmt: skip
+        target = ClusterTarget(cluster, tmp_path, proxied_slots)
+        fleet = ClusterFleet(target, tmp_path, topic, group, partitions, **defaults)  # type: ignore[arg-type]
         made.append(fleet)
         return fleet, ClusterProducedLog(cluster.bootstrap_servers, topic, partitions)
 

@@ -13,7 +13,7 @@ After each fault the time until every live member is STABLE with every partition
 measured and printed. The run is checked like the reliability tier's: nothing lost, no partition
 owned by two live members at once, no commit going back, every duplicate explained.
 
-The cluster has a single KRaft controller (node 0), so there is no controller failover to test.
+The controller failover is ``test_controller_failover.py``'s.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Real-broker tooling: a Kafka broker started from Maven Central jars (a JVM process), a
-three-broker cluster of such JVMs for leader and coordinator moves (``LocalCluster``), the fault
-proxy between members and the broker (sockets), and TLS/SASL set-up.
+three-broker cluster of such JVMs for leader, coordinator and controller moves (``LocalCluster``;
+``ProxiedCluster`` puts a fault proxy in front of each of its brokers), the fault proxy between
+members and the broker (sockets), and TLS/SASL set-up.
 
 ``consumer.testing.real.security`` needs ``cryptography`` (the ``testing`` extra); it is not
 imported
@@ -16,6 +17,7 @@ from consumer.testing.real.broker import (
 from consumer.testing.real.cluster import LocalCluster, running_cluster
 from consumer.testing.real.detached import DetachedBroker, read_broker_state, stop_detached_broker
 from consumer.testing.real.kafka_jars import DEFAULT_KAFKA_VERSION, BrokerStartError
+from consumer.testing.real.proxied_cluster import ProxiedCluster
 from consumer.testing.real.proxy import FaultProxy, ProxiedBroker, ProxyStats, proxied_broker
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "LocalBroker",
     "LocalCluster",
     "ProxiedBroker",
+    "ProxiedCluster",
     "ProxyStats",
     "fast_group_settings",
     "fast_share_group_settings",

@@ -1,4 +1,4 @@
-"""A local Apache Kafka 4.x cluster: one KRaft controller and several brokers, each its own JVM.
+"""A local Apache Kafka 4.x cluster: KRaft controllers and several brokers, each its own JVM.
 
 :class:`LocalCluster` is :class:`~consumer.testing.real.broker.LocalBroker`'s multi-node sibling,
 for tests where a broker dies while members work: a partition leader or a group coordinator is
@@ -6,12 +6,14 @@ killed (SIGKILL), stopped (SIGTERM, a controlled shutdown), paused (SIGSTOP) and
 and the data stays available because every topic, ``__consumer_offsets`` and
 ``__share_group_state`` included, is replicated three times with ``min.insync.replicas=2``.
 
-The controller is a node of its own (node id 0) rather than a role of the first broker: killing
-any broker then never takes the quorum down with it, so a test can kill whichever broker leads
-the partition or coordinates the group it is watching. The controller-only JVM is small (no log
-manager, no group coordinators) and starts in parallel with the brokers, so it costs little
-start time on a two-core machine. Brokers heartbeat every 500 ms and are fenced after 3 s of
-silence, so a killed leader is replaced within a few seconds.
+The controllers are nodes of their own (node id 0, and 10, 11, ... for a quorum of
+``controllers=3``) rather than roles of brokers: killing any broker then never takes the quorum
+down with it, so a test can kill whichever broker leads the partition or coordinates the group it
+is watching. A controller-only JVM is small (no log manager, no group coordinators) and starts in
+parallel with the brokers, so it costs little start time on a two-core machine. Brokers heartbeat
+every 500 ms and are fenced after 3 s of silence, so a killed leader is replaced within a few
+seconds. With a quorum, :meth:`LocalCluster.active_controller` names the controller that leads
+the metadata log (DescribeQuorum), so a test can kill it and watch another take over.
 
 Typical use::
 
@@ -20,6 +22,9 @@ Typical use::
         cluster.kill(leader)
         ...
         cluster.restart(leader)
+
+    with LocalCluster(brokers=3, controllers=3) as cluster:
+        cluster.kill(cluster.active_controller())   # the quorum elects another leader
 """
 
 from __future__ import annotations
@@ -29,16 +34,34 @@ import contextlib
 import os
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self, TypeVar
 
+from kio.schema.describe_quorum.v2.request import (
+    DescribeQuorumRequest,
+    PartitionData,
+    TopicData,
+)
+from kio.schema.describe_quorum.v2.response import DescribeQuorumResponse
+from kio.schema.types import TopicName
+from kio.static.primitive import i32
+
 from consumer._runtime.cluster import ClusterClient
+from consumer.testing.real._cluster_nodes import (
+    BROKER_JVM_FLAGS,
+    CONTROLLER_JVM_FLAGS,
+    CONTROLLER_NODE_ID,
+    ClusterNode,
+    controller_ids,
+    node_properties,
+    rss_kib,
+    terminate,
+)
 from consumer.testing.real._jvm_node import (
     format_storage,
     free_port,
@@ -49,66 +72,45 @@ from consumer.testing.real._jvm_node import (
     write_run_files,
 )
 from consumer.testing.real._service import Service
-from consumer.testing.real.broker import _new_cluster_id, fast_group_settings
+from consumer.testing.real.broker import _new_cluster_id
 from consumer.testing.real.kafka_jars import (
     DEFAULT_KAFKA_VERSION,
     BrokerStartError,
     resolve_kafka_jars,
 )
+from consumer.testing.real.security import Listener
 
 __all__ = ["LocalCluster", "running_cluster"]
 
-CONTROLLER_NODE_ID = 0
-
 _T = TypeVar("_T")
 
-# Four JVMs share the machine: small initial heaps, the broker's 512 MB cap, a smaller one for
-# the controller (it holds only the metadata log).
-_COMMON_JVM_FLAGS = (
-    "-XX:+UseSerialGC",
-    "-XX:TieredStopAtLevel=1",
-    "-XX:+ExitOnOutOfMemoryError",
-    "-Djava.awt.headless=true",
+#: The KRaft metadata log, whose leader is the active controller.
+_METADATA_LOG = TopicData(
+    topic_name=TopicName("__cluster_metadata"), partitions=(PartitionData(partition_index=i32(0)),)
 )
-_BROKER_JVM_FLAGS = ("-Xms64m", "-Xmx512m", *_COMMON_JVM_FLAGS)
-_CONTROLLER_JVM_FLAGS = ("-Xms32m", "-Xmx256m", *_COMMON_JVM_FLAGS)
-
-# Liveness: a silent broker is fenced (and its leaderships moved) after 3 s instead of 9 s.
-_LIVENESS = {"broker.heartbeat.interval.ms": "500", "broker.session.timeout.ms": "3000"}
-_SMALL_THREAD_POOLS = {
-    "num.network.threads": "2",
-    "num.io.threads": "2",
-    "background.threads": "2",
-    "log.cleaner.dedupe.buffer.size": "2097152",
-}
-
-
-@dataclass
-class _Node:
-    node_id: int
-    run_dir: Path
-    port: int  # the PLAINTEXT listener of a broker, the CONTROLLER listener of the controller
-    jvm_flags: tuple[str, ...]
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
 
 
 @dataclass
 class LocalCluster(Service):
-    """``brokers`` Kafka brokers and one KRaft controller on 127.0.0.1, each its own JVM.
+    """``brokers`` Kafka brokers and ``controllers`` KRaft controllers on 127.0.0.1, each its own
+    JVM.
 
     Topics are created with replication factor ``min(3, brokers)`` and
     ``min.insync.replicas=min(2, brokers)`` unless a test says otherwise, and so are the
     internal ``__consumer_offsets`` (3 partitions) and ``__share_group_state`` topics. Every
     broker has :func:`~consumer.testing.real.broker.fast_group_settings`. ``overrides`` are
-    added to (and win over) every broker's ``server.properties``.
+    added to (and win over) every broker's ``server.properties``; ``broker_overrides`` maps a
+    broker's node id to settings for that broker only (they win over ``overrides``), and
+    ``broker_listeners`` to listeners it binds besides PLAINTEXT (see
+    :class:`~consumer.testing.real.proxied_cluster.ProxiedCluster`).
 
-    Per-broker faults take a broker's node id (1 .. ``brokers``): :meth:`kill` (SIGKILL),
-    :meth:`stop` (SIGTERM: a controlled shutdown), :meth:`pause` / :meth:`resume`
-    (SIGSTOP / SIGCONT) and :meth:`restart` (on the same data and port).
+    ``controllers`` is 1 (node 0) or a quorum of 3 or 5 (nodes 0, 10, 11, ...): a quorum
+    survives the loss of its active controller (:meth:`active_controller`).
+
+    Faults take a node id, a broker's (1 .. ``brokers``) or a controller's
+    (:attr:`controller_ids`): :meth:`kill` (SIGKILL), :meth:`stop` (SIGTERM: a controlled
+    shutdown), :meth:`pause` / :meth:`resume` (SIGSTOP / SIGCONT) and :meth:`restart` (on the
+    same data and port).
     """
 
     brokers: int = 3
@@ -119,8 +121,11 @@ class LocalCluster(Service):
     ready_timeout_s: float = 120.0
     stop_timeout_s: float = 15.0
     bind_to_parent: bool = True
+    controllers: int = 1
+    broker_overrides: Mapping[int, Mapping[str, str]] = field(default_factory=dict)
+    broker_listeners: Mapping[int, Sequence[Listener]] = field(default_factory=dict)
     _root: Path | None = field(default=None, init=False, repr=False)
-    _nodes: dict[int, _Node] = field(default_factory=dict, init=False, repr=False)
+    _nodes: dict[int, ClusterNode] = field(default_factory=dict, init=False, repr=False)
     # Every JVM is launched from this one thread: with ``bind_to_parent`` Linux kills a JVM when
     # the *thread* that forked it ends (PR_SET_PDEATHSIG), so a broker restarted from a test's
     # worker thread would otherwise die with that thread.
@@ -129,11 +134,25 @@ class LocalCluster(Service):
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 9:
             raise ValueError(f"brokers must be between 1 and 9, got {self.brokers!r}")
+        if self.controllers not in (1, 3, 5):
+            raise ValueError(f"controllers must be 1, 3 or 5, got {self.controllers!r}")
+        for name, per_broker in (
+            ("broker_overrides", self.broker_overrides),
+            ("broker_listeners", self.broker_listeners),
+        ):
+            unknown = sorted(set(per_broker) - set(self.broker_ids))
+            if unknown:
+                raise ValueError(f"{name} keys must be broker ids {self.broker_ids}, got {unknown}")
 
     @property
     def broker_ids(self) -> list[int]:
         """Node ids of the brokers: 1 .. ``brokers``."""
         return list(range(1, self.brokers + 1))
+
+    @property
+    def controller_ids(self) -> list[int]:
+        """Node ids of the KRaft controllers: 0, then 10, 11, ... for a quorum."""
+        return controller_ids(self.controllers)
 
     @property
     def bootstrap_servers(self) -> str:
@@ -145,58 +164,19 @@ class LocalCluster(Service):
         return f"127.0.0.1:{self._broker(node_id).port}"
 
     def is_running(self, node_id: int) -> bool:
-        """Whether broker ``node_id``'s JVM is alive (a paused one is)."""
-        return self._broker(node_id).running
+        """Whether node ``node_id``'s JVM (a broker or a controller) is alive (a paused one is)."""
+        return self._node(node_id).running
 
     def running_bootstrap_servers(self) -> str:
         """``bootstrap_servers`` of the brokers whose JVM is alive."""
         return ",".join(self.address_of(n) for n in self.broker_ids if self.is_running(n))
 
     def server_properties(self, node_id: int) -> dict[str, str]:
-        """The full ``server.properties`` node ``node_id`` (0: the controller) starts with."""
-        controller = self._nodes[CONTROLLER_NODE_ID]
-        replicas, min_isr = str(min(3, self.brokers)), str(min(2, self.brokers))
-        common = {
-            "node.id": str(node_id),
-            "controller.quorum.voters": f"{CONTROLLER_NODE_ID}@127.0.0.1:{controller.port}",
-            "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self._nodes[node_id].run_dir / "data"),
-            # The controller applies these to CreateTopics that leave them to the cluster.
-            "num.partitions": "1",
-            "default.replication.factor": replicas,
-            "min.insync.replicas": min_isr,
-            **_LIVENESS,
-            **_SMALL_THREAD_POOLS,
-            # The controller validates group configs (IncrementalAlterConfigs on a GROUP) with
-            # its own bounds, so it needs the fast group settings too.
-            **fast_group_settings(),
-        }
-        if node_id == CONTROLLER_NODE_ID:
-            return {
-                **common,
-                "process.roles": "controller",
-                "listeners": f"CONTROLLER://127.0.0.1:{controller.port}",
-            }
-        listener = f"PLAINTEXT://127.0.0.1:{self._nodes[node_id].port}"
-        return {
-            **common,
-            "process.roles": "broker",
-            "listeners": listener,
-            "advertised.listeners": listener,
-            "inter.broker.listener.name": "PLAINTEXT",
-            "offsets.topic.replication.factor": replicas,
-            "offsets.topic.num.partitions": "3",
-            "transaction.state.log.replication.factor": replicas,
-            "transaction.state.log.min.isr": min_isr,
-            "transaction.state.log.num.partitions": "1",
-            "share.coordinator.state.topic.replication.factor": replicas,
-            "share.coordinator.state.topic.min.isr": min_isr,
-            "share.coordinator.state.topic.num.partitions": "3",
-            "auto.create.topics.enable": "true",
-            "group.coordinator.threads": "1",
-            **self.overrides,
-        }
+        """The full ``server.properties`` node ``node_id`` starts with."""
+        controllers = [self._nodes[c] for c in self.controller_ids]
+        overrides = {**self.overrides, **self.broker_overrides.get(node_id, {})}
+        listeners = self.broker_listeners.get(node_id, ())
+        return node_properties(self._node(node_id), controllers, self.brokers, overrides, listeners)
 
     def start(self) -> Self:
         """Format every node's storage with one cluster id, start all JVMs at once and return
@@ -205,10 +185,10 @@ class LocalCluster(Service):
             raise BrokerStartError("this LocalCluster was already started")
         lib_dir = resolve_kafka_jars(self.kafka_version)
         self._root = Path(tempfile.mkdtemp(prefix="kgm-cluster-"))
-        node_ids = [CONTROLLER_NODE_ID, *self.broker_ids]
+        node_ids = [*self.controller_ids, *self.broker_ids]
         for node_id in node_ids:
-            flags = _CONTROLLER_JVM_FLAGS if node_id == CONTROLLER_NODE_ID else _BROKER_JVM_FLAGS
-            self._nodes[node_id] = _Node(node_id, self._root / f"node-{node_id}", 0, flags)
+            flags = CONTROLLER_JVM_FLAGS if node_id in self.controller_ids else BROKER_JVM_FLAGS
+            self._nodes[node_id] = ClusterNode(node_id, self._root / f"node-{node_id}", 0, flags)
         for node in self._nodes.values():
             node.port = free_port()
         cluster_id = _new_cluster_id()
@@ -249,9 +229,15 @@ class LocalCluster(Service):
         ).result()
 
     def _wait_serving(self, node_id: int) -> None:
-        node = self._broker(node_id)
+        node = self._node(node_id)
         assert node.process is not None
-        wait_serving(node.process, node.port, self.ready_timeout_s, lambda: self.log_tail(node_id))
+        wait_serving(
+            node.process,
+            node.port,
+            self.ready_timeout_s,
+            lambda: self.log_tail(node_id),
+            require_consumer_protocol=node_id in self.broker_ids,
+        )
 
     def _wait_registered(self, node_ids: set[int]) -> None:
         """Wait until the metadata lists ``node_ids`` (a fenced broker is not listed)."""
@@ -268,33 +254,40 @@ class LocalCluster(Service):
             if not node_ids <= listed:
                 time.sleep(0.2)  # the controller announces nothing: ask again shortly
 
-    def _broker(self, node_id: int) -> _Node:
+    def _broker(self, node_id: int) -> ClusterNode:
         if node_id not in self.broker_ids:
             raise ValueError(f"node_id must be a broker id {self.broker_ids}, got {node_id!r}")
+        return self._node(node_id)
+
+    def _node(self, node_id: int) -> ClusterNode:
+        known = [*self.controller_ids, *self.broker_ids]
+        if node_id not in known:
+            raise ValueError(f"node_id must be one of {known}, got {node_id!r}")
         if node_id not in self._nodes:
             raise BrokerStartError("the cluster was not started")
         return self._nodes[node_id]
 
     def kill(self, node_id: int) -> None:
-        """SIGKILL broker ``node_id`` (a crash: no controlled shutdown); its data is kept."""
-        node = self._broker(node_id)
+        """SIGKILL node ``node_id`` (a crash: no controlled shutdown); its data is kept."""
+        node = self._node(node_id)
         if node.process is not None and node.process.poll() is None:
             node.process.kill()
             node.process.wait(timeout=10)
 
     def stop(self, node_id: int | None = None) -> None:
-        """SIGTERM broker ``node_id`` (a controlled shutdown: its leaderships move first),
+        """SIGTERM node ``node_id`` (a broker's controlled shutdown moves its leaderships first),
         SIGKILL after ``stop_timeout_s``; its data is kept for :meth:`restart`.
 
         Without ``node_id``: stop every node and remove the cluster's data (safe to call
         more than once).
         """
         if node_id is not None:
-            _terminate(self._broker(node_id), self.stop_timeout_s)
+            terminate(self._node(node_id), self.stop_timeout_s)
             return
         # Brokers first, so their controlled shutdowns still find the controller.
-        for node in sorted(self._nodes.values(), key=lambda n: n.node_id == CONTROLLER_NODE_ID):
-            _terminate(node, self.stop_timeout_s)
+        controllers = self.controller_ids
+        for node in sorted(self._nodes.values(), key=lambda n: n.node_id in controllers):
+            terminate(node, self.stop_timeout_s)
         self._nodes.clear()
         if self._launcher is not None:
             self._launcher.shutdown()
@@ -304,28 +297,29 @@ class LocalCluster(Service):
             self._root = None
 
     def pause(self, node_id: int) -> None:
-        """SIGSTOP broker ``node_id``: it keeps its sockets but answers nothing."""
+        """SIGSTOP node ``node_id``: it keeps its sockets but answers nothing."""
         self._signal(node_id, signal.SIGSTOP)
 
     def resume(self, node_id: int) -> None:
-        """SIGCONT broker ``node_id`` after :meth:`pause`."""
+        """SIGCONT node ``node_id`` after :meth:`pause`."""
         self._signal(node_id, signal.SIGCONT)
 
     def _signal(self, node_id: int, signum: signal.Signals) -> None:
-        node = self._broker(node_id)
+        node = self._node(node_id)
         if not node.running:
-            raise BrokerStartError(f"broker {node_id} is not running")
+            raise BrokerStartError(f"node {node_id} is not running")
         assert node.process is not None
         os.kill(node.process.pid, signum)
 
     def restart(self, node_id: int) -> None:
-        """Start broker ``node_id`` again on its data and port (stopping it first if it runs);
-        returns once it serves and the controller lists it again."""
-        node = self._broker(node_id)
-        _terminate(node, self.stop_timeout_s)
+        """Start node ``node_id`` again on its data and port (stopping it first if it runs);
+        returns once it serves (a broker: and the controller lists it again)."""
+        node = self._node(node_id)
+        terminate(node, self.stop_timeout_s)
         self._launch(resolve_kafka_jars(self.kafka_version), node_id, append_stdout=True)
         self._wait_serving(node_id)
-        self._wait_registered({node_id})
+        if node_id in self.broker_ids:
+            self._wait_registered({node_id})
 
     def leader_of(self, topic: str, partition: int) -> int:
         """Node id of the current leader of ``topic``/``partition`` from a fresh Metadata
@@ -350,6 +344,23 @@ class LocalCluster(Service):
 
         return self._with_client(ask)
 
+    def active_controller(self) -> int:
+        """Node id of the controller leading the metadata log now, from a DescribeQuorum request
+        (a broker forwards it to the quorum); -1 while an election is under way."""
+
+        async def ask(client: ClusterClient) -> int:
+            listed = await _listed_brokers(client)
+            alive = [n for n in listed if self._nodes[n].running]  # listed until fenced
+            connection = await client.connection_to(alive[0])
+            response = await connection.request(DescribeQuorumRequest(topics=(_METADATA_LOG,)))
+            assert isinstance(response, DescribeQuorumResponse)
+            partition = response.topics[0].partitions[0]
+            if partition.error_code != 0:
+                return -1
+            return int(partition.leader_id)
+
+        return self._with_client(ask)
+
     def _with_client(self, call: Callable[[ClusterClient], Awaitable[_T]]) -> _T:
         async def run() -> _T:
             client = ClusterClient(self.running_bootstrap_servers(), client_id="kgm-local-cluster")
@@ -370,19 +381,13 @@ class LocalCluster(Service):
             time.sleep(poll_interval_s)  # a JVM announces its exit to no one: look again
 
     def rss_kib(self) -> dict[int, int]:
-        """Resident memory of each running node's JVM in KiB, by node id (0: the controller)."""
-        sizes: dict[int, int] = {}
-        for node_id, node in self._nodes.items():
-            if node.running and node.process is not None:
-                status = Path(f"/proc/{node.process.pid}/status")
-                with contextlib.suppress(OSError):
-                    for line in status.read_text().splitlines():
-                        if line.startswith("VmRSS:"):
-                            sizes[node_id] = int(line.split()[1])
-        return sizes
+        """Resident memory of each running node's JVM in KiB, by node id."""
+        sizes = {node_id: rss_kib(node) for node_id, node in self._nodes.items()}
+        return {node_id: kib for node_id, kib in sizes.items() if kib is not None}
 
     def log_path(self, node_id: int) -> Path:
-        """Node ``node_id``'s ``server.log`` (0: the controller); a restarted node appends."""
+        """Node ``node_id``'s ``server.log`` (a broker or a controller); a restarted node
+        appends."""
         if node_id not in self._nodes:
             raise ValueError(f"node_id must be one of {sorted(self._nodes)}, got {node_id!r}")
         return self._nodes[node_id].run_dir / "logs" / "server.log"
@@ -394,20 +399,6 @@ class LocalCluster(Service):
 
 async def _listed_brokers(client: ClusterClient) -> list[int]:
     return list((await client.metadata(topics=())).brokers)
-
-
-def _terminate(node: _Node, timeout_s: float) -> None:
-    process = node.process
-    if process is None or process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(process.pid, signal.SIGCONT)  # a paused JVM cannot act on SIGTERM
-    process.terminate()
-    try:
-        process.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=10)
 
 
 @contextlib.contextmanager
