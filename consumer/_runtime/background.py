@@ -12,7 +12,6 @@ The member is touched by this thread only. The application reads the published `
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import random
 import threading
@@ -36,6 +35,7 @@ from consumer._bridge.settings import ClusterSettings
 from consumer._logging import log_to, routed_logger
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.group_requests import Answer, GroupRequests
+from consumer._runtime.loop_wakeup import LoopWakeup
 from consumer._runtime.metrics import MetricsRecorder
 from consumer._runtime.retry import reconnect_policy
 from consumer.errors import KafkaConnectionError, error_for_code
@@ -98,7 +98,7 @@ class BackgroundRuntime:
         self._started = threading.Event()
         self._finished = threading.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._wakeup: asyncio.Event | None = None
+        self._wakeup: LoopWakeup | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = False
         self.failure: BaseException | None = None
@@ -218,10 +218,10 @@ class BackgroundRuntime:
             self._started.set()
 
     async def _main(self) -> None:
-        wakeup = asyncio.Event()
-        self._wakeup = wakeup
         self._loop = asyncio.get_running_loop()
-        self._to_background.attach(asyncio.get_running_loop(), wakeup)
+        wakeup = LoopWakeup(self._loop)
+        self._wakeup = wakeup
+        self._to_background.attach(self._loop, wakeup)
         settings = self._cluster_settings
         cluster = ClusterClient(
             settings.bootstrap_servers,
@@ -265,8 +265,7 @@ class BackgroundRuntime:
                 timeout_s = (
                     None if deadline_ms is None else max(0, deadline_ms - self._clock_ms()) / 1000
                 )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wakeup.wait(), timeout_s)
+                await wakeup.wait(timeout_s)
         finally:
             if self._tasks:
                 # Let requests already on their way finish (the leave heartbeat above all),
@@ -336,8 +335,8 @@ class BackgroundRuntime:
     def _promise_quiet(self, deadline_ms: int | None) -> None:
         """Promise the application thread quiet until the member's next timer, when nothing
         else can reach it before then: STABLE (or UNSUBSCRIBED: manual assignment's commits
-        only), no request in flight, no event queued."""
-        if self._member.state not in _QUIET_STATES or self._tasks or self._to_background:
+        only), no request in flight, no event queued that asked for an answer."""
+        if self._member.state not in _QUIET_STATES or self._tasks or self._to_background.woken:
             self._quiet.end()
         elif deadline_ms is None:  # no timer at all
             self._quiet.promise(math.inf)
@@ -352,6 +351,9 @@ class BackgroundRuntime:
             if self._stop_requested and not expect_answer:
                 return
             self._feed(answer)
+            # No longer in flight: the turn this wakes up must see it gone (it runs before the
+            # task's done callback) to promise quiet.
+            self._tasks.discard(task)
             if self._wakeup is not None:
                 self._wakeup.set()
 
