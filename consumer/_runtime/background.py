@@ -63,6 +63,9 @@ STALE_MEMBER_EPOCH = 113
 _MIN_HEARTBEAT_TIMEOUT_MS = 3_000
 #: How long a stopping loop waits for requests in flight (e.g. the leave heartbeat).
 _DRAIN_TIMEOUT_S = 5.0
+#: How stale the poll stamp fed to the member may be (at most; a quarter of max.poll.interval.ms
+#: if that is shorter).
+_APP_POLL_FEED_INTERVAL_MS = 1_000
 #: States in which nothing reaches the application but in a response or at a timer.
 _QUIET_STATES = frozenset({MemberState.STABLE, MemberState.UNSUBSCRIBED})
 
@@ -111,6 +114,9 @@ class BackgroundRuntime:
         #: last (throttled) report.
         self._last_poll = last_poll if last_poll is not None else LastPoll()
         self._app_polled_fed_ms: int = 0
+        self._app_poll_feed_interval_ms = min(
+            _APP_POLL_FEED_INTERVAL_MS, member_config.max_poll_interval_ms // 4
+        )
         #: Until when nothing can reach the application (see consumer._bridge.quiet).
         self._quiet = quiet if quiet is not None else QuietWindow()
         #: ``committed()`` requests in flight (answered through their reply futures).
@@ -291,8 +297,19 @@ class BackgroundRuntime:
         self._publish()
 
     def _feed_app_poll(self) -> None:
+        """Tell the member when the application last polled, before its timers run.
+
+        Not on every turn: the member only compares it with ``max.poll.interval.ms``, so a stamp
+        at most a quarter of that interval (and at most a second) old is as good, and an idle
+        member's turns skip feeding an input each time.
+        """
         polled_ms = self._last_poll.polled_ms
-        if polled_ms > self._app_polled_fed_ms and self._member.state in IN_GROUP_STATES:
+        fed_ms = self._app_polled_fed_ms
+        if (
+            polled_ms > fed_ms
+            and self._clock_ms() - fed_ms >= self._app_poll_feed_interval_ms
+            and self._member.state in IN_GROUP_STATES
+        ):
             self._app_polled_fed_ms = polled_ms
             self._feed(AppPolled(polled_at_ms=polled_ms))
 

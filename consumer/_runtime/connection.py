@@ -60,6 +60,7 @@ from consumer.errors import (
 )
 
 from .closing import AsyncClosing
+from .frame_cache import FrameCache
 from .retry import CONNECT_RETRY, RetryPolicy, call_with_retry
 from .security import (
     ConnectionSecurity,
@@ -127,6 +128,8 @@ class BrokerConnection(AsyncClosing):
         self._max_frame_bytes = max_frame_bytes
         self._security = connection_security(security)
         self._session: Session | None = None
+        #: Repeated requests and responses (an idle member's heartbeats) coded once.
+        self._frames = FrameCache()
         self._connect_lock = asyncio.Lock()
         self._closed = False
 
@@ -200,7 +203,7 @@ class BrokerConnection(AsyncClosing):
             )
         frame = await self._exchange(session, request, timeout_ms)
         try:
-            _, response = decode_response_frame(frame, response_type_for(type(request)))
+            response = self._frames.response(frame, response_type_for(type(request)))
         except ProtocolError as error:
             await self._drop(session, error)
             raise
@@ -338,9 +341,14 @@ class BrokerConnection(AsyncClosing):
         if session.failure is not None:
             raise copy_error(session.failure)
         correlation_id = session.allocate_correlation_id()
-        data = encode_request_frame(
-            request, correlation_id=correlation_id, client_id=self._client_id
-        )
+        if sasl:  # never kept: authentication frames may carry secrets
+            data = encode_request_frame(
+                request, correlation_id=correlation_id, client_id=self._client_id
+            )
+        else:
+            data = self._frames.request_frame(
+                request, correlation_id=correlation_id, client_id=self._client_id
+            )
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         session.pending[correlation_id] = future
         what = f"{api_label(int(request.__api_key__))} v{request.__version__}"
