@@ -114,9 +114,7 @@ def run(bootstrap: str, rounds: int) -> dict[str, Any]:
         impl: {key: summary([s[key] for s in rows]) for key in ("converge_s", "close_s")}
         for impl, rows in samples.items()
     }
-    ours, theirs = (
-        [s["converge_s"] for s in samples[impl]] for impl in ("ours", "confluent-848")
-    )
+    ours, theirs = ([s["converge_s"] for s in samples[impl]] for impl in ("ours", "confluent-848"))
     return {
         "rounds": rounds,
         "heartbeat_ms": profile.heartbeat_ms,
