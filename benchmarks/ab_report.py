@@ -6,7 +6,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-__all__ = ["idle_ab_section", "leave_section"]
+__all__ = ["idle_ab_section", "latency_ab_section", "leave_section"]
 
 
 def leave_section(payload: dict[str, Any], _out: Path) -> list[str]:
@@ -79,3 +79,28 @@ def _cell(values: list[float]) -> str:
 def _broker_count(key: str) -> tuple[str, int]:
     broker, count = key.split("/")
     return broker, int(count)
+
+
+def latency_ab_section(payload: dict[str, Any], _out: Path) -> list[str]:
+    """Ack and delivery latency, this revision vs the baseline (``benchmarks.latency_ab``)."""
+    summaries = payload["result"]["summaries"]
+    lines = [
+        f"## Ack and delivery latency, this revision vs the baseline (`{payload['command']}`)",
+        "",
+        "*ack*: from a heartbeat answer with a new assignment to the acknowledging heartbeat "
+        "(1 member, partitions added in steps); *ack-sdk*: the same without the OffsetFetch "
+        "round trips; *delivery*: from `produce()` to the idle member's `poll()` returning the "
+        "record. *baseline* is the revision before the idle-cost work (2defc11); the trees "
+        "alternate per repetition on the same broker.",
+        "",
+        "| measure / variant | samples | p50 (ms) | p99 (ms) | max (ms) |",
+        "|---|---|---|---|---|",
+    ]
+    for key in sorted(summaries):
+        stats = summaries[key]
+        lines.append(
+            f"| {key} | {stats['n']} | {stats['p50_ms']:.1f} | {stats['p99_ms']:.1f} | "
+            f"{stats['max_ms']:.1f} |"
+        )
+    lines.append("")
+    return lines
