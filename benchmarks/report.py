@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from benchmarks.ab_report import idle_ab_section, latency_ab_section, leave_section
 from benchmarks.common import read_results
 from benchmarks.delivery_latency import section as delivery_section
 from benchmarks.share_report import share_headline, share_section
@@ -554,6 +555,12 @@ def write_report(results_dir: Path, docs_dir: Path) -> Path:
             "delivery_latency": delivery_section,
             "member_cost": _cost,
             "share": share_section,
+            "leave": leave_section,
+            "latency_ab": latency_ab_section,
+            "idle_ab_500ms": lambda payload, out: idle_ab_section(
+                payload, out, "500 ms heartbeats"
+            ),
+            "idle_ab_5s": lambda payload, out: idle_ab_section(payload, out, "5 s heartbeats"),
         }
         for name, section in sections.items():
             if name in results:

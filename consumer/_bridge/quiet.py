@@ -10,6 +10,11 @@ heartbeat's answer may carry a new assignment) ends the promise, and ``poll()`` 
 slices. The application ends it too whenever it sends the background something, since the answer
 may be for it (a commit's callback).
 
+A long slice ends one short slice *after* the promised time rather than at it: the request that
+timer sends is answered within a few milliseconds, and whatever the answer brings waits at most
+one short slice, as it would in short slices anyway. The background has usually promised the next
+quiet time by then, so an idle member's ``poll()`` wakes once per heartbeat, not three times.
+
 One float, written by either thread and read by the application thread: stores and loads of an
 attribute are atomic, so no lock is taken on the poll path.
 """
@@ -41,6 +46,6 @@ class QuietWindow:
         self._until_s = 0.0
 
     def slice_s(self, now_s: float, short_s: float, longest_s: float) -> float:
-        """How long the next wait may be: up to the promise (at most ``longest_s``), and never
-        less than ``short_s``."""
-        return min(longest_s, max(short_s, self._until_s - now_s))
+        """How long the next wait may be: up to one ``short_s`` past the promise (at most
+        ``longest_s``), and never less than ``short_s``."""
+        return min(longest_s, max(short_s, self._until_s + short_s - now_s))

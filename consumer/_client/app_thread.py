@@ -15,7 +15,7 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +24,6 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.member_events import (
     MemberEvent,
-    MemberEventSwitch,
-    MemberListener,
     RebalanceEvent,
     RebalanceKind,
     StateTransition,
@@ -33,9 +31,16 @@ from consumer._bridge.member_events import (
 )
 from consumer._bridge.messages import AppEvent, RuntimeFailed, StateChanged, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
+from consumer._client.app_callbacks import (
+    CallbackFinish,
+    Callbacks,
+    CommitCallback,
+    CommitWaiter,
+    ParkedCallback,
+    RebalanceCallback,
+)
 from consumer._client.dataplane import DataPlane
 from consumer._client.errors import ConsumerKafkaException, kafka_exception
-from consumer._logging import AnyLogger
 from consumer.member import (
     ApplyAssignment,
     AssignmentApplied,
@@ -52,60 +57,17 @@ from consumer.member import (
     TopicPartition,
 )
 
-RebalanceCallback = Callable[[Any, list[KafkaTopicPartition]], None]
-#: Completes a rebalance callback's event once the callback has run (its error text, if any).
-CallbackFinish = Callable[[str | None], None]
-CommitCallback = Callable[[KafkaError | None, list[KafkaTopicPartition]], None]
+__all__ = [  # the callback records are re-exported for the modules that import them from here
+    "AppThreadServer",
+    "CallbackFinish",
+    "Callbacks",
+    "CommitCallback",
+    "CommitWaiter",
+    "ParkedCallback",
+    "RebalanceCallback",
+]
 
 _log = logging.getLogger("consumer")
-
-
-@dataclass
-class Callbacks:
-    """The application's rebalance callbacks (``subscribe``) and config callbacks."""
-
-    on_assign: RebalanceCallback | None = None
-    on_revoke: RebalanceCallback | None = None
-    on_lost: RebalanceCallback | None = None
-    error_cb: Callable[..., object] | None = None
-    on_state_change: Callable[..., object] | None = None
-    logger: AnyLogger | None = None  # the ``logger`` key, for errors nobody else receives
-    #: ``Consumer.add_member_listener`` listeners, called in registration order.
-    member_listeners: list[MemberListener] = field(default_factory=list)
-    #: On while ``member_listeners`` is not empty: the background loop reads it.
-    member_events: MemberEventSwitch = field(default_factory=MemberEventSwitch)
-
-    def add_listener(self, listener: MemberListener) -> None:
-        """Add a member listener (see ``Consumer.add_member_listener``)."""
-        if not callable(listener):
-            raise TypeError(f"listener must be callable, got {type(listener).__name__}")
-        self.member_listeners.append(listener)
-        self.member_events.on = True
-
-    def remove_listener(self, listener: MemberListener) -> None:
-        """Remove a member listener; ``ValueError`` if it was not added."""
-        if listener not in self.member_listeners:
-            raise ValueError("remove_member_listener(): that listener was not added")
-        self.member_listeners.remove(listener)
-        self.member_events.on = bool(self.member_listeners)
-
-
-@dataclass
-class CommitWaiter:
-    """A user commit waiting for its result."""
-
-    offsets: Mapping[TopicPartition, int]
-    on_result: Callable[[ReportCommitResult], None]
-    done: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass(frozen=True)
-class ParkedCallback:
-    """A rebalance callback that returned an awaitable (an ``async def`` callback of
-    ``consumer.aio``): serving stops until :meth:`AppThreadServer.finish_parked` is called."""
-
-    awaitable: Awaitable[object]
-    finish: CallbackFinish
 
 
 @dataclass

@@ -5,7 +5,8 @@ Every ``poll()`` / ``consume()`` call stamps the bridge's :class:`~consumer._bri
 LastPoll` cell, which the background loop reads before running the member's timers: the poll
 timer (``max.poll.interval.ms``) counts from the application's last call. ``AppPolled`` events,
 which also carry the consumed offsets under auto-commit, are throttled to one per report
-interval (sent at once while the member is unsubscribed or stale).
+interval and wait for the loop's next turn without waking it (sent at once, waking it, while the
+member is unsubscribed or stale: it waits for a poll to rejoin).
 
 librdkafka's poll cannot be woken from another thread, so ``poll()`` waits in slices and serves
 the background's events between them (:class:`PollSlices`): short ones while anything may come
@@ -50,9 +51,10 @@ _REBALANCING = frozenset(
         MemberState.FENCED,
     }
 )
-#: The longest slice while the background promises quiet: an idle STABLE member wakes a few
-#: times a second instead of a hundred.
-_QUIET_POLL_SLICE_MAX_S = 0.25
+#: The longest slice while the background promises quiet (or runs no member): an idle STABLE
+#: member wakes about once per heartbeat, and at least once a second (a manually assigned
+#: partition's auto-commit runs between slices).
+_QUIET_POLL_SLICE_MAX_S = 1.0
 #: librdkafka counts waits in whole milliseconds: a wait shorter than this returns at once, so
 #: ``poll()`` stops once less than this is left of its timeout instead of spinning through it.
 MIN_WAIT_S = 0.001
@@ -122,7 +124,16 @@ class PollReporter:
         """Record a poll now; report it (with ``consumed()`` under auto-commit) when due."""
         now_ms = monotonic_ms()
         self.last_poll.stamp(now_ms)
-        if now_ms - self.last_report_ms >= self._interval_ms or state in _REPORT_AT_ONCE:
+        at_once = state in _REPORT_AT_ONCE
+        if now_ms - self.last_report_ms >= self._interval_ms or at_once:
             self.last_report_ms = now_ms
             offsets = consumed() if self._auto_commit else None
-            self._to_background.put(AppPolled(consumed_offsets=offsets or None))
+            report = AppPolled(consumed_offsets=offsets or None)
+            if at_once:  # the member waits for it to rejoin
+                self._to_background.put(report)
+            else:
+                # Nothing waits for it: the loop reads the LastPoll stamp on every turn, and
+                # takes the consumed offsets on its next one, before any timer (auto-commit)
+                # could use them. Waking the loop once a second cost an idle member as much as
+                # its heartbeats.
+                self._to_background.put_for_next_turn(report)

@@ -12,7 +12,6 @@ The member is touched by this thread only. The application reads the published `
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import random
 import threading
@@ -36,6 +35,7 @@ from consumer._bridge.settings import ClusterSettings
 from consumer._logging import log_to, routed_logger
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.group_requests import Answer, GroupRequests
+from consumer._runtime.loop_wakeup import LoopWakeup
 from consumer._runtime.metrics import MetricsRecorder
 from consumer._runtime.retry import reconnect_policy
 from consumer.errors import KafkaConnectionError, error_for_code
@@ -63,6 +63,9 @@ STALE_MEMBER_EPOCH = 113
 _MIN_HEARTBEAT_TIMEOUT_MS = 3_000
 #: How long a stopping loop waits for requests in flight (e.g. the leave heartbeat).
 _DRAIN_TIMEOUT_S = 5.0
+#: How stale the poll stamp fed to the member may be (at most; a quarter of max.poll.interval.ms
+#: if that is shorter).
+_APP_POLL_FEED_INTERVAL_MS = 1_000
 #: States in which nothing reaches the application but in a response or at a timer.
 _QUIET_STATES = frozenset({MemberState.STABLE, MemberState.UNSUBSCRIBED})
 
@@ -98,7 +101,7 @@ class BackgroundRuntime:
         self._started = threading.Event()
         self._finished = threading.Event()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._wakeup: asyncio.Event | None = None
+        self._wakeup: LoopWakeup | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = False
         self.failure: BaseException | None = None
@@ -111,6 +114,9 @@ class BackgroundRuntime:
         #: last (throttled) report.
         self._last_poll = last_poll if last_poll is not None else LastPoll()
         self._app_polled_fed_ms: int = 0
+        self._app_poll_feed_interval_ms = min(
+            _APP_POLL_FEED_INTERVAL_MS, member_config.max_poll_interval_ms // 4
+        )
         #: Until when nothing can reach the application (see consumer._bridge.quiet).
         self._quiet = quiet if quiet is not None else QuietWindow()
         #: ``committed()`` requests in flight (answered through their reply futures).
@@ -218,10 +224,10 @@ class BackgroundRuntime:
             self._started.set()
 
     async def _main(self) -> None:
-        wakeup = asyncio.Event()
-        self._wakeup = wakeup
         self._loop = asyncio.get_running_loop()
-        self._to_background.attach(asyncio.get_running_loop(), wakeup)
+        wakeup = LoopWakeup(self._loop)
+        self._wakeup = wakeup
+        self._to_background.attach(self._loop, wakeup)
         settings = self._cluster_settings
         cluster = ClusterClient(
             settings.bootstrap_servers,
@@ -265,8 +271,7 @@ class BackgroundRuntime:
                 timeout_s = (
                     None if deadline_ms is None else max(0, deadline_ms - self._clock_ms()) / 1000
                 )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(wakeup.wait(), timeout_s)
+                await wakeup.wait(timeout_s)
         finally:
             if self._tasks:
                 # Let requests already on their way finish (the leave heartbeat above all),
@@ -292,8 +297,19 @@ class BackgroundRuntime:
         self._publish()
 
     def _feed_app_poll(self) -> None:
+        """Tell the member when the application last polled, before its timers run.
+
+        Not on every turn: the member only compares it with ``max.poll.interval.ms``, so a stamp
+        at most a quarter of that interval (and at most a second) old is as good, and an idle
+        member's turns skip feeding an input each time.
+        """
         polled_ms = self._last_poll.polled_ms
-        if polled_ms > self._app_polled_fed_ms and self._member.state in IN_GROUP_STATES:
+        fed_ms = self._app_polled_fed_ms
+        if (
+            polled_ms > fed_ms
+            and self._clock_ms() - fed_ms >= self._app_poll_feed_interval_ms
+            and self._member.state in IN_GROUP_STATES
+        ):
             self._app_polled_fed_ms = polled_ms
             self._feed(AppPolled(polled_at_ms=polled_ms))
 
@@ -336,8 +352,8 @@ class BackgroundRuntime:
     def _promise_quiet(self, deadline_ms: int | None) -> None:
         """Promise the application thread quiet until the member's next timer, when nothing
         else can reach it before then: STABLE (or UNSUBSCRIBED: manual assignment's commits
-        only), no request in flight, no event queued."""
-        if self._member.state not in _QUIET_STATES or self._tasks or self._to_background:
+        only), no request in flight, no event queued that asked for an answer."""
+        if self._member.state not in _QUIET_STATES or self._tasks or self._to_background.woken:
             self._quiet.end()
         elif deadline_ms is None:  # no timer at all
             self._quiet.promise(math.inf)
@@ -352,6 +368,9 @@ class BackgroundRuntime:
             if self._stop_requested and not expect_answer:
                 return
             self._feed(answer)
+            # No longer in flight: the turn this wakes up must see it gone (it runs before the
+            # task's done callback) to promise quiet.
+            self._tasks.discard(task)
             if self._wakeup is not None:
                 self._wakeup.set()
 

@@ -27,7 +27,6 @@ Failure rules:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Iterable
 from typing import Final
 
@@ -41,7 +40,6 @@ from consumer._wire import (
     DEFAULT_MAX_FRAME_BYTES,
     SUPPORTED_VERSIONS,
     ApiKey,
-    FrameDecoder,
     NegotiatedVersions,
     api_label,
     build_api_versions_request,
@@ -50,7 +48,6 @@ from consumer._wire import (
     encode_request_frame,
     negotiate_versions,
     parse_api_versions_response,
-    peek_correlation_id,
     response_type_for,
     retry_version_after_unsupported,
 )
@@ -63,6 +60,7 @@ from consumer.errors import (
 )
 
 from .closing import AsyncClosing
+from .frame_cache import FrameCache
 from .retry import CONNECT_RETRY, RetryPolicy, call_with_retry
 from .security import (
     ConnectionSecurity,
@@ -71,6 +69,7 @@ from .security import (
     connection_security,
     reauthentication_delay_ms,
 )
+from .session import Session, copy_error
 
 __all__ = [
     "DEFAULT_CLIENT_ID",
@@ -85,110 +84,6 @@ _log = routed_logger(__name__)
 DEFAULT_CLIENT_ID: Final = spec_default("client.id", str)
 DEFAULT_CONNECT_TIMEOUT_MS: Final = spec_default("socket.connection.setup.timeout.ms", int)
 DEFAULT_REQUEST_TIMEOUT_MS: Final = spec_default("socket.timeout.ms", int)
-_READ_CHUNK_BYTES: Final = 64 * 1024
-_MAX_CORRELATION_ID: Final = 2**31 - 1
-_CLOSE_WAIT_S: Final = 1.0
-
-
-class _Session:
-    """One TCP connection: its streams, the reader task and the requests awaiting responses."""
-
-    def __init__(
-        self,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-        address: str,
-        max_frame_bytes: int,
-    ) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.address = address
-        self.decoder = FrameDecoder(max_frame_bytes)
-        self.pending: dict[int, asyncio.Future[bytes]] = {}
-        self.failure: ConsumerError | None = None
-        self.versions: NegotiatedVersions | None = None
-        #: Cleared while SASL re-authentication runs: other requests wait for it (KIP-368).
-        self.open_for_requests = asyncio.Event()
-        self.open_for_requests.set()
-        self.reauth_task: asyncio.Task[None] | None = None
-        self._next_correlation_id = 0
-        self.reader_task = asyncio.create_task(self._read_loop(), name=f"kafka-reader {address}")
-
-    @property
-    def alive(self) -> bool:
-        return self.failure is None
-
-    def allocate_correlation_id(self) -> int:
-        correlation_id = self._next_correlation_id
-        self._next_correlation_id = (correlation_id + 1) % (_MAX_CORRELATION_ID + 1)
-        return correlation_id
-
-    async def _read_loop(self) -> None:
-        try:
-            while True:
-                chunk = await self.reader.read(_READ_CHUNK_BYTES)
-                if not chunk:
-                    partial = self.decoder.buffered_bytes
-                    raise KafkaConnectionError(
-                        f"{self.address} closed the connection"
-                        + (
-                            f" in the middle of a frame ({partial} bytes buffered)"
-                            if partial
-                            else ""
-                        )
-                    )
-                for frame in self.decoder.feed(chunk):
-                    self._deliver(frame)
-        except ConsumerError as error:
-            self.fail(error)
-        except OSError as error:
-            self.fail(KafkaConnectionError(f"connection to {self.address} failed: {error}"))
-
-    def _deliver(self, frame: bytes) -> None:
-        correlation_id = peek_correlation_id(frame)
-        future = self.pending.pop(correlation_id, None)
-        if future is None:
-            raise ProtocolError(
-                f"{self.address} sent a response with correlation id {correlation_id}, "
-                "which matches no request in flight -- is this a Kafka broker?"
-            )
-        if not future.done():  # a cancelled caller leaves a done future behind
-            future.set_result(frame)
-
-    def fail(self, error: ConsumerError) -> None:
-        """Mark the session dead, fail every waiting request, and close the socket."""
-        if self.failure is None:
-            self.failure = error
-            _log.debug("session to %s failed: %s", self.address, error)
-        for future in self.pending.values():
-            if not future.done():
-                future.set_exception(_copy_error(error))
-        self.pending.clear()
-        self.writer.close()
-
-    async def shutdown(self, error: ConsumerError) -> None:
-        """Fail the session, then cancel and await the reader and re-authentication tasks
-        (unless we are one of them)."""
-        self.fail(error)
-        reauth = self.reauth_task
-        if reauth is not None and reauth is not asyncio.current_task():
-            reauth.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reauth
-        if self.reader_task is not asyncio.current_task():
-            self.reader_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.reader_task
-        with contextlib.suppress(OSError, TimeoutError):
-            await asyncio.wait_for(self.writer.wait_closed(), _CLOSE_WAIT_S)
-
-
-def _copy_error(error: ConsumerError) -> ConsumerError:
-    """A fresh instance per waiter, so tracebacks of different tasks do not pile up."""
-    try:
-        return type(error)(*error.args)
-    except TypeError:
-        return error
 
 
 class BrokerConnection(AsyncClosing):
@@ -232,7 +127,9 @@ class BrokerConnection(AsyncClosing):
         self._required_apis = frozenset(required_apis)
         self._max_frame_bytes = max_frame_bytes
         self._security = connection_security(security)
-        self._session: _Session | None = None
+        self._session: Session | None = None
+        #: Repeated requests and responses (an idle member's heartbeats) coded once.
+        self._frames = FrameCache()
         self._connect_lock = asyncio.Lock()
         self._closed = False
 
@@ -306,7 +203,7 @@ class BrokerConnection(AsyncClosing):
             )
         frame = await self._exchange(session, request, timeout_ms)
         try:
-            _, response = decode_response_frame(frame, response_type_for(type(request)))
+            response = self._frames.response(frame, response_type_for(type(request)))
         except ProtocolError as error:
             await self._drop(session, error)
             raise
@@ -328,7 +225,7 @@ class BrokerConnection(AsyncClosing):
 
     # -- internals -------------------------------------------------------------------------
 
-    async def _ensure_session(self) -> _Session:
+    async def _ensure_session(self) -> Session:
         async with self._connect_lock:
             if self._closed:
                 raise KafkaConnectionError(f"connection to {self.address} is closed")
@@ -338,7 +235,7 @@ class BrokerConnection(AsyncClosing):
             self._session = await call_with_retry(self._open_session, self._retry_policy)
             return self._session
 
-    async def _open_session(self) -> _Session:
+    async def _open_session(self) -> Session:
         ssl_context = self._security.ssl_context if self._security is not None else None
         try:
             async with asyncio.timeout(self._connect_timeout_ms / 1000):
@@ -355,7 +252,7 @@ class BrokerConnection(AsyncClosing):
         except OSError as error:
             reason = error.strerror or str(error) or type(error).__name__
             raise KafkaConnectionError(f"could not connect to {self.address}: {reason}") from error
-        session = _Session(reader, writer, self.address, self._max_frame_bytes)
+        session = Session(reader, writer, self.address, self._max_frame_bytes)
         try:
             session.versions = await self._negotiate(session)
             await self._authenticate(session)
@@ -365,7 +262,7 @@ class BrokerConnection(AsyncClosing):
         _log.debug("connected to %s", self.address)
         return session
 
-    async def _negotiate(self, session: _Session) -> NegotiatedVersions:
+    async def _negotiate(self, session: Session) -> NegotiatedVersions:
         version = SUPPORTED_VERSIONS[ApiKey.API_VERSIONS].max_version
         tried: set[int] = set()
         while True:
@@ -383,7 +280,7 @@ class BrokerConnection(AsyncClosing):
             ranges = parse_api_versions_response(response)
             return negotiate_versions(ranges, required=self._required_apis)
 
-    async def _authenticate(self, session: _Session, *, again: bool = False) -> None:
+    async def _authenticate(self, session: Session, *, again: bool = False) -> None:
         """Run SASL on a negotiated session when configured (no-op otherwise); with ``again``,
         re-authenticate an authenticated one. Schedules the next re-authentication."""
         credentials = self._security.sasl if self._security is not None else None
@@ -405,7 +302,7 @@ class BrokerConnection(AsyncClosing):
                 name=f"kafka-reauthenticate {self.address}",
             )
 
-    async def _reauthenticate_after(self, session: _Session, delay_ms: int) -> None:
+    async def _reauthenticate_after(self, session: Session, delay_ms: int) -> None:
         """KIP-368: after ``delay_ms``, authenticate again on the same session."""
         await asyncio.sleep(delay_ms / 1000)
         if not session.alive:
@@ -424,7 +321,7 @@ class BrokerConnection(AsyncClosing):
 
     async def _exchange(
         self,
-        session: _Session,
+        session: Session,
         request: RequestPayload,
         timeout_ms: int | None,
         *,
@@ -442,11 +339,16 @@ class BrokerConnection(AsyncClosing):
                     f"re-authentication with {self.address} did not end within {timeout_ms} ms"
                 ) from None
         if session.failure is not None:
-            raise _copy_error(session.failure)
+            raise copy_error(session.failure)
         correlation_id = session.allocate_correlation_id()
-        data = encode_request_frame(
-            request, correlation_id=correlation_id, client_id=self._client_id
-        )
+        if sasl:  # never kept: authentication frames may carry secrets
+            data = encode_request_frame(
+                request, correlation_id=correlation_id, client_id=self._client_id
+            )
+        else:
+            data = self._frames.request_frame(
+                request, correlation_id=correlation_id, client_id=self._client_id
+            )
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         session.pending[correlation_id] = future
         what = f"{api_label(int(request.__api_key__))} v{request.__version__}"
@@ -477,7 +379,7 @@ class BrokerConnection(AsyncClosing):
                 # Keep a cancelled caller's entry, so its late response is recognised and dropped.
                 session.pending.pop(correlation_id, None)
 
-    async def _drop(self, session: _Session, error: ConsumerError) -> None:
+    async def _drop(self, session: Session, error: ConsumerError) -> None:
         if self._session is session:
             self._session = None
         await session.shutdown(error)

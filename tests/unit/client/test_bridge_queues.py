@@ -31,6 +31,38 @@ def test_to_background_keeps_order_and_drain_empties_it() -> None:
     assert queue.drain() == []
 
 
+def test_put_for_next_turn_neither_wakes_the_loop_nor_tells_the_listeners() -> None:
+    queue: ToBackground[str] = ToBackground()
+    told: list[str] = []
+    queue.add_listener(lambda: told.append("put"))
+
+    async def main() -> tuple[bool, list[str]]:
+        wakeup = asyncio.Event()
+        queue.attach(asyncio.get_running_loop(), wakeup)
+        queue.put_for_next_turn("report")
+        await asyncio.sleep(0.05)  # a wake-up, had one been asked for, would have run by now
+        woken_early = wakeup.is_set()
+        queue.put("commit")  # a waking put delivers the earlier item too, in order
+        await asyncio.wait_for(wakeup.wait(), timeout=5)
+        return woken_early, queue.drain()
+
+    woken_early, items = asyncio.run(main())
+    assert not woken_early
+    assert items == ["report", "commit"]
+    assert told == ["put"]
+
+
+def test_woken_says_whether_a_waking_put_waits_for_the_next_drain() -> None:
+    queue: ToBackground[str] = ToBackground()
+    queue.put_for_next_turn("report")
+    assert queue
+    assert not queue.woken
+    queue.put("commit")
+    assert queue.woken
+    assert queue.drain() == ["report", "commit"]
+    assert not queue.woken
+
+
 def test_put_after_the_loop_closed_does_not_raise() -> None:
     queue: ToBackground[int] = ToBackground()
     loop = asyncio.new_event_loop()

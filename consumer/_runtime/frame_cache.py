@@ -1,0 +1,69 @@
+"""Frames an idle member sends and receives over and over, encoded and decoded once.
+
+A STABLE member's heartbeat carries the same fields every time (KIP-848 sends only what
+changed), and the coordinator's answer is the same every time too, but for the correlation id.
+Encoding and decoding them with kio was a third of an idle member's background CPU. A request
+equal to the previous one of its API (and version: different versions are different classes)
+reuses that frame with the new correlation id written in; a response frame equal to the previous
+one of its type, after the correlation id, reuses the decoded response (kio entities are
+immutable). Anything else is encoded or decoded as before, and then remembered.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Final
+
+from kio.static.protocol import RequestPayload, ResponsePayload
+
+from consumer._wire import decode_response_frame, encode_request_frame
+
+__all__ = ["FrameCache"]
+
+#: Where a request frame's correlation id sits: after the int32 size prefix, the int16 API key
+#: and the int16 API version (every request header version starts the same way).
+_CORRELATION_ID_OFFSET: Final = 8
+_CORRELATION_ID: Final = struct.Struct(">i")
+#: A response frame (without its size prefix) starts with its int32 correlation id.
+_RESPONSE_BODY_START: Final = 4
+
+
+class FrameCache:
+    """The last request frame per API key and the last decoded response per response type."""
+
+    __slots__ = ("_requests", "_responses")
+
+    def __init__(self) -> None:
+        self._requests: dict[int, tuple[RequestPayload, str | None, bytes]] = {}
+        self._responses: dict[type[ResponsePayload], tuple[bytes, ResponsePayload]] = {}
+
+    def request_frame(
+        self, request: RequestPayload, *, correlation_id: int, client_id: str | None
+    ) -> bytes:
+        """``encode_request_frame(request, ...)``; an equal request reuses the previous frame."""
+        api_key = int(request.__api_key__)
+        last = self._requests.get(api_key)
+        if last is not None and last[1] == client_id and last[0] == request:
+            frame = bytearray(last[2])
+            _CORRELATION_ID.pack_into(frame, _CORRELATION_ID_OFFSET, correlation_id)
+            return bytes(frame)
+        frame_bytes = encode_request_frame(
+            request, correlation_id=correlation_id, client_id=client_id
+        )
+        self._requests[api_key] = (request, client_id, frame_bytes)
+        return frame_bytes
+
+    def response(self, frame: bytes, response_type: type[ResponsePayload]) -> ResponsePayload:
+        """``decode_response_frame(frame, response_type)``'s response, reusing the previous one
+        when the frame is the same after its correlation id.
+
+        Raises:
+            ProtocolError: the bytes do not decode as that response.
+        """
+        body = frame[_RESPONSE_BODY_START:]
+        last = self._responses.get(response_type)
+        if last is not None and last[0] == body:
+            return last[1]
+        _, response = decode_response_frame(frame, response_type)
+        self._responses[response_type] = (body, response)
+        return response
