@@ -61,6 +61,7 @@ from consumer.testing.real._cluster_nodes import (
     node_properties,
     rss_kib,
     terminate,
+    terminate_together,
 )
 from consumer.testing.real._jvm_node import (
     format_storage,
@@ -284,10 +285,11 @@ class LocalCluster(Service):
         if node_id is not None:
             terminate(self._node(node_id), self.stop_timeout_s)
             return
-        # Brokers first, so their controlled shutdowns still find the controller.
-        controllers = self.controller_ids
-        for node in sorted(self._nodes.values(), key=lambda n: n.node_id in controllers):
-            terminate(node, self.stop_timeout_s)
+        # Brokers first, so their controlled shutdowns still find the controllers.
+        controllers = set(self.controller_ids)
+        nodes = list(self._nodes.values())
+        terminate_together([n for n in nodes if n.node_id not in controllers], self.stop_timeout_s)
+        terminate_together([n for n in nodes if n.node_id in controllers], self.stop_timeout_s)
         self._nodes.clear()
         if self._launcher is not None:
             self._launcher.shutdown()
