@@ -4,7 +4,7 @@ The background loop never calls user code and never touches the data plane. It q
 :class:`AppThreadServer` executes them on the thread that calls ``poll()`` / ``consume()`` /
 ``close()``: it stops fetching revoked partitions, applies assignment changes to the data plane,
 runs ``on_revoke`` / ``on_assign`` / ``on_lost`` with ``confluent_kafka.TopicPartition`` lists,
-reports each completion back, and turns reported errors into exceptions.
+reports each completion back, and turns reported errors into exceptions (or error events).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, KafkaError
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.member_events import (
@@ -40,6 +40,7 @@ from consumer._client.app_callbacks import (
     RebalanceCallback,
 )
 from consumer._client.dataplane import DataPlane
+from consumer._client.error_events import PollOverrun, error_event
 from consumer._client.errors import ConsumerKafkaException, kafka_exception
 from consumer.member import (
     ApplyAssignment,
@@ -104,6 +105,8 @@ class AppThreadServer:
     stopped_positions: dict[tuple[str, int], int] = field(default_factory=dict)
     #: The callback whose awaitable ``consumer.aio`` is running (``in_callback`` stays on).
     parked: ParkedCallback | None = None
+    poll_overrun: PollOverrun | None = None  #: for the text of a _MAX_POLL_EXCEEDED event
+    _error_events: collections.deque[Message] = field(default_factory=collections.deque)
 
     def positions(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """``position()``: the data plane's positions, else those kept for a pending revoke."""
@@ -154,6 +157,10 @@ class AppThreadServer:
             raise self.fatal_error
         if self._pending_errors:
             raise self._pending_errors.popleft()
+
+    def take_error_events(self, count: int) -> list[Message]:
+        """Up to ``count`` member errors that ``poll()`` / ``consume()`` return as events."""
+        return [self._error_events.popleft() for _ in range(min(count, len(self._error_events)))]
 
     def take_commit_result(self, token: int, timeout_s: float) -> bool:
         """Wait for the result of user commit ``token`` without running other events.
@@ -434,8 +441,9 @@ class AppThreadServer:
         message = f"{report.error_name}: {report.message}"
         if report.fatal:
             self.fatal_error = kafka_exception(code, message, fatal=True)
-            return
-        if self.callbacks.error_cb is not None:
+        elif (event := error_event(report, self.poll_overrun)) is not None:
+            self._error_events.append(event)  # returned by poll(), as confluent-kafka does
+        elif self.callbacks.error_cb is not None:
             self._guarded(self.callbacks.error_cb, KafkaError(code, message))
         else:
             (self.callbacks.logger or _log).warning("consumer group error: %s", message)

@@ -29,6 +29,7 @@ from consumer._client.closing import (
 )
 from consumer._client.dataplane import DataPlane
 from consumer._client.dataplane_methods import DataPlaneMethods
+from consumer._client.error_events import poll_overrun_of
 from consumer._client.errors import CallbackMisuseError, ConsumerClosedError
 from consumer._client.group_metadata import consumer_group_metadata
 from consumer._client.manual import ManualAssignment
@@ -99,6 +100,7 @@ class Consumer(DataPlaneMethods):
             ),
             auto_offset_reset=self._config.auto_offset_reset,
             consumed_offsets=self._offsets.consumed,
+            poll_overrun=poll_overrun_of(self._polls.last_poll, self._config.max_poll_interval_ms),
         )
         self._manual = ManualAssignment(
             self._config, self._dataplane, self._server, self._offsets, self._ensure_runtime
@@ -188,6 +190,8 @@ class Consumer(DataPlaneMethods):
         deadline = deadline_s(timeout)
         while True:
             remaining, fetch_s = self._poll_turn(deadline)
+            if events := self._server.take_error_events(1):
+                return events[0]
             if fetch_s is not None:
                 message = self._dataplane.poll(fetch_s)
                 if message is not None:
@@ -237,6 +241,8 @@ class Consumer(DataPlaneMethods):
         deadline = deadline_s(timeout)
         while True:
             remaining, fetch_s = self._poll_turn(deadline)
+            if events := self._server.take_error_events(num_messages):
+                return events
             if fetch_s is not None:
                 messages = self._dataplane.consume(num_messages, fetch_s)
                 if messages:

@@ -179,13 +179,15 @@ class ReportError:
     """Surface an error to the application (raised from its next ``poll()``).
 
     ``error_code`` is the Kafka error code, or None for errors that are not broker errors (callback
-    failures, timeouts). ``fatal`` errors mean the member is in FATAL state.
+    failures, timeouts). ``fatal`` errors mean the member is in FATAL state. ``heartbeat``: the
+    error came in a heartbeat response (the same code from a commit is another situation).
     """
 
     error_code: int | None
     error_name: str
     message: str
     fatal: bool
+    heartbeat: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ def error_report(error_code: int, message: str | None, *, fatal: bool) -> Report
         error_name=name,
         message=message or f"heartbeat failed with {name}",
         fatal=fatal,
+        heartbeat=True,
     )
 
 

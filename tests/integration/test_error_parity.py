@@ -9,6 +9,8 @@ behaviour does not depend on the group protocol also run ``consumer.Consumer`` w
 
 from __future__ import annotations
 
+import contextlib
+import re
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -252,9 +254,10 @@ def acl_broker(
 
 def _first_authorization_error(
     make: ConsumerFactory, settings: SecureBrokerSettings, topic: str, user: str
-) -> tuple[str, KafkaError]:
+) -> tuple[str, KafkaError, list[KafkaError]]:
     """Subscribe as ``user`` and poll as confluent-kafka's examples do (an error event is raised
-    as ``KafkaException(msg.error())``); return how the first error arrived and the error."""
+    as ``KafkaException(msg.error())``); return how the first error arrived, the error, and what
+    ``error_cb`` got by then and over two more seconds of polling (ten heartbeat intervals)."""
     reported: list[KafkaError] = []
     client = make(
         {
@@ -278,9 +281,18 @@ def _first_authorization_error(
                 raise KafkaException(message.error())
             assert message is None, f"{make.impl}: a record delivered to {user}"
         except KafkaException as exc:
-            return channel, exc.args[0]
+            _keep_polling(client, 2.0)
+            return channel, exc.args[0], reported
     assert reported, f"{make.impl}: no error for {user} within {_AUTH_ERROR_S} s"
-    return "error_cb", reported[0]
+    return "error_cb", reported[0], reported
+
+
+def _keep_polling(client: Any, duration_s: float) -> None:
+    """Poll for ``duration_s``, whatever comes (so that ``error_cb`` gets what it would)."""
+    end = time.monotonic() + duration_s
+    while time.monotonic() < end:
+        with contextlib.suppress(KafkaException):
+            client.poll(0.1)
 
 
 def test_no_rights_on_the_group_is_group_authorization_failed(
@@ -288,7 +300,7 @@ def test_no_rights_on_the_group_is_group_authorization_failed(
 ) -> None:
     """confluent-kafka: an error event from ``poll()`` (not fatal; FindCoordinator refused);
     ours: ``poll()`` raises it, fatal (as Java: the member cannot join)."""
-    channel, error = _first_authorization_error(make, *acl_broker, user="bob")
+    channel, error, _ = _first_authorization_error(make, *acl_broker, user="bob")
     assert error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED, error
     assert error.name() == "GROUP_AUTHORIZATION_FAILED"
     if make.is_ours:
@@ -300,11 +312,56 @@ def test_no_rights_on_the_group_is_group_authorization_failed(
 def test_no_rights_on_the_topic_is_topic_authorization_failed(
     make: ConsumerFactory, acl_broker: tuple[SecureBrokerSettings, str]
 ) -> None:
-    """Not fatal in both: the member stays and the error comes back with each heartbeat.
-    confluent-kafka: an error event from ``poll()``; ours: ``error_cb`` (``poll()`` returns
-    nothing)."""
-    channel, error = _first_authorization_error(make, *acl_broker, user="carol")
+    """Not fatal in both: the member stays and the error comes back with each heartbeat, as an
+    error event from ``poll()``, never through ``error_cb``."""
+    channel, error, reported = _first_authorization_error(make, *acl_broker, user="carol")
     assert error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, error
     assert error.name() == "TOPIC_AUTHORIZATION_FAILED"
+    assert error.str() == "ConsumerGroupHeartbeat failed: Broker: Topic authorization failed"
     assert not error.fatal()
-    assert channel == ("error_cb" if make.is_ours else "error event from poll()")
+    assert channel == "error event from poll()"
+    assert [e for e in reported if e.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED] == []
+
+
+# ----------------------------------------------------------------------------------------------
+# The poll timer
+
+_MAX_POLL_INTERVAL_MS = 2000
+
+
+@pytest.mark.parametrize("how", ["poll", "consume"])
+def test_a_poll_gap_over_max_poll_interval_is_an_error_event(
+    make: ConsumerFactory, create_topic: Any, how: str
+) -> None:
+    """The application stops polling for longer than ``max.poll.interval.ms``: the member leaves
+    and the next ``poll()`` / ``consume()`` returns an error event ``_MAX_POLL_EXCEEDED`` (not
+    fatal), never through ``error_cb``; the member then rejoins."""
+    topic = create_topic(partitions=1)
+    reported: list[KafkaError] = []
+    client = _subscribed(
+        make, topic, **{"max.poll.interval.ms": _MAX_POLL_INTERVAL_MS, "error_cb": reported.append}
+    )
+    # The stall under test (not a wait for a condition): 1.5 intervals without a poll.
+    time.sleep(_MAX_POLL_INTERVAL_MS * 1.5 / 1000)
+    events: list[KafkaError] = []
+
+    def error_event() -> bool:
+        messages = [client.poll(0.2)] if how == "poll" else client.consume(10, 0.2)
+        events.extend(m.error() for m in messages if m is not None and m.error() is not None)
+        return bool(events)
+
+    wait_until(error_event, 10.0, f"{make.impl}: an error event after the poll gap")
+    error = events[0]
+    assert error.code() == KafkaError._MAX_POLL_EXCEEDED, error
+    assert re.fullmatch(
+        rf"Application maximum poll interval \({_MAX_POLL_INTERVAL_MS}ms\) exceeded by \d+ms",
+        error.str(),
+    ), error.str()
+    assert (error.fatal(), error.retriable()) == (False, False)
+
+    def rejoined() -> bool:
+        client.poll(0.2)
+        return bool(client.assignment())
+
+    wait_until(rejoined, _ASSIGNED_S, f"{make.impl}: assigned again after the poll gap")
+    assert [e for e in reported if e.code() == KafkaError._MAX_POLL_EXCEEDED] == []

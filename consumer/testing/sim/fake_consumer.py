@@ -136,6 +136,7 @@ class FakeConsumer(FetchControl):
             consumed_offsets=self._offsets.consumed,
             recorder=self.ownership,
             clock_ms=self._now_ms,
+            poll_overrun=self._poll_overrun,
         )
         self._manual = SimManualAssignment(
             self._config,
@@ -233,7 +234,7 @@ class FakeConsumer(FetchControl):
         deadline_ms = self._deadline_ms(timeout)
         while True:
             self._poll_turn()
-            messages: list[Message] = []
+            messages = self._server.take_error_events(count)  # member errors first
             while len(messages) < count:
                 message = self._dataplane.next_message()
                 if message is None:
@@ -272,6 +273,10 @@ class FakeConsumer(FetchControl):
             self._to_background.put(AppPolled(consumed_offsets=offsets, polled_at_ms=now))
             self._cluster.run_due()
             self._server.serve()
+
+    def _poll_overrun(self) -> tuple[int, int]:
+        interval_ms = self._config.max_poll_interval_ms
+        return interval_ms, max(0, self._now_ms() - self._last_poll_ms - interval_ms)
 
     def _deadline_ms(self, timeout: float | None) -> int:
         if timeout is None or timeout < 0:

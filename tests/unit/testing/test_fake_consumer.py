@@ -215,11 +215,37 @@ def test_stalled_application_loses_its_partitions_through_on_lost() -> None:
     cluster.advance(11_000)  # no poll for longer than max.poll.interval.ms
     assert fake.state == "STALE"
     assert lost == []
-    fake.poll(0)  # on_lost runs here; the member rejoins afterwards
+    event = fake.poll(0)  # on_lost runs here; the member rejoins afterwards
     assert lost == [[(TOPIC, 0), (TOPIC, 1), (TOPIC, 2)]]
+    # As confluent-kafka: the poll after the gap returns an error event, not fatal.
+    assert event is not None
+    error = event.error()
+    assert error is not None
+    assert (error.code(), error.fatal()) == (KafkaError._MAX_POLL_EXCEEDED, False)
+    # 11 s of simulated time since the last poll: 1 s over the interval.
+    assert error.str() == "Application maximum poll interval (10000ms) exceeded by 1000ms"
     drain(fake, polls=5, timeout=0.5)
     assert fake.state == "STABLE"
     assert len(fake.assignment()) == 3
+
+
+def test_consume_after_a_poll_gap_returns_the_error_event_and_error_cb_gets_nothing() -> None:
+    cluster = cluster_with()
+    reported: list[KafkaError] = []
+    fake = cluster.consumer(config(**{"max.poll.interval.ms": 10_000, "error_cb": reported.append}))
+    fake.subscribe([TOPIC])
+    drain(fake, polls=3, timeout=0.5)
+    cluster.advance(10_500)
+    messages = fake.consume(10, 0)
+    errors = [m.error() for m in messages if m.error() is not None]
+    assert [(e.code(), e.str()) for e in errors] == [
+        (
+            KafkaError._MAX_POLL_EXCEEDED,
+            "Application maximum poll interval (10000ms) exceeded by 500ms",
+        )
+    ]
+    assert fake.consume(10, 0) == []  # delivered once
+    assert reported == []
 
 
 def test_callback_exception_is_raised_from_poll() -> None:
