@@ -56,7 +56,6 @@ from consumer.member import (
     CloseOption,
     CloseRequested,
     MemberState,
-    TopicPartition,
     Unsubscribed,
 )
 
@@ -237,7 +236,7 @@ class Consumer(DataPlaneMethods):
         """Serve rebalance callbacks, then return up to ``num_messages`` records."""
         if not isinstance(num_messages, int) or not 1 <= num_messages <= 1_000_000:
             raise ValueError(f"num_messages must be an int in 1..1000000, got {num_messages!r}")
-        self._enter_poll()
+        self._enter_poll("consume")
         deadline = deadline_s(timeout)
         while True:
             remaining, fetch_s = self._poll_turn(deadline)
@@ -418,12 +417,9 @@ class Consumer(DataPlaneMethods):
         runtime.start()
         return runtime
 
-    def _enter_poll(self) -> None:
+    def _enter_poll(self, method: str = "poll") -> None:
         self._check_open()
-        if self._server.in_callback:
-            raise CallbackMisuseError(
-                "poll()/consume() may not be called from inside a rebalance callback"
-            )
+        self._check_not_in_callback(method)
 
     def _slice_s(self) -> float:
         runtime = self._runtime
@@ -436,10 +432,7 @@ class Consumer(DataPlaneMethods):
         if runtime is not None and (
             self._server.subscribed or runtime.state is not MemberState.UNSUBSCRIBED
         ):
-            self._polls.signal(runtime.state, self._consumed_now)
-
-    def _consumed_now(self) -> dict[TopicPartition, int]:
-        return self._offsets.consumed(self._server.owned)
+            self._polls.signal(runtime.state, lambda: self._offsets.consumed(self._server.owned))
 
     def _check_open(self) -> None:
         if self._closed:

@@ -112,6 +112,10 @@ class FakeShareConsumer:
         """The simulated cluster this consumer belongs to."""
         return self._cluster
 
+    def metrics(self) -> dict[str, float]:
+        """As :meth:`consumer.ShareConsumer.metrics`, counted on simulated time."""
+        return self.runtime.metrics.snapshot(self.runtime.member.member_epoch)
+
     @property
     def state(self) -> str:
         """The member state: UNSUBSCRIBED, JOINING, RECONCILING, STABLE, FENCED, STALE, ..."""
@@ -324,7 +328,9 @@ class FakeShareConsumer:
         """Send the pending acknowledgements; their outcome per partition (None: applied)."""
         self._check_open()
         self._accept_previous()
+        started_ms = self._now_ms()
         outcome = self._send_acknowledgements()
+        self.runtime.metrics.commit_completed(started_ms)
         self._run_callbacks()
         return outcome
 
@@ -416,6 +422,8 @@ class FakeShareConsumer:
             error = None if failed is None else _acknowledge_error(failed, topic, partition)
             outcome[TopicPartition(topic, partition)] = error
             self._results.append(({TopicPartition(topic, partition): {o for o, _ in acks}}, error))
+            offsets = frozenset(o for o, _ in acks)
+            self.runtime.metrics.acknowledged({key: offsets}, failed=error is not None)
         return outcome
 
     def _run_callbacks(self) -> None:

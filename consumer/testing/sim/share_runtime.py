@@ -15,6 +15,7 @@ import random
 from collections import deque
 from collections.abc import Callable, Sequence
 
+from consumer._share_runtime.metrics import ShareMetrics
 from consumer.member.inputs import CoordinatorChanged, CoordinatorLost, HeartbeatTransportFailed
 from consumer.member.partitions import TopicIdPartition, TopicPartition
 from consumer.share import (
@@ -62,6 +63,8 @@ class SimShareRuntime:
         on_stop: Callable[[Sequence[TopicPartition]], None],
     ) -> None:
         self.member = ShareMember(config, random.Random(seed))
+        #: ``FakeShareConsumer.metrics()``: fed as the real loop feeds ``ShareConsumer``'s.
+        self.metrics = ShareMetrics(now_ms)
         self._coordinator = coordinator
         self._now_ms = now_ms
         self._on_stop = on_stop
@@ -123,10 +126,12 @@ class SimShareRuntime:
 
     def _carry_out(self, commands: list[ShareCommand]) -> None:
         pending = list(commands)
+        self.metrics.state_is(self.member.state)
         while pending and not self.crashed:
             answer = self._execute(pending.pop(0))
             if answer is not None:
                 pending += self.member.handle(answer, self._now_ms())
+                self.metrics.state_is(self.member.state)
 
     def _execute(self, command: ShareCommand) -> ShareInput | None:
         match command:
@@ -137,7 +142,10 @@ class SimShareRuntime:
             case SendShareHeartbeat(request_id=request_id, request=request):
                 if self._heartbeats_dropped():
                     return HeartbeatTransportFailed(request_id, "heartbeat lost (simulated)")
-                reply = self._coordinator.heartbeat(request, self._now_ms())
+                sent_ms = self._now_ms()
+                self.metrics.heartbeat_sent()
+                reply = self._coordinator.heartbeat(request, sent_ms)
+                self.metrics.heartbeat_answered(sent_ms)
                 if reply.error_code:
                     return ShareHeartbeatFailed(request_id, reply.error_code, reply.error_message)
                 return ShareHeartbeatSucceeded(
@@ -154,6 +162,7 @@ class SimShareRuntime:
                 return StoppedAndFlushed(request_id)
             case ApplyShareAssignment(request_id=request_id, assigned=assigned):
                 self.fetching = tuple(sorted(self._named(assigned), key=_order))
+                self.metrics.assignment_applied(len(assigned))
                 return ShareAssignmentApplied(request_id)
             case ReportError():
                 if command.fatal:

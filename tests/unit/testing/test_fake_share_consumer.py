@@ -371,3 +371,28 @@ def test_unsubscribe_leaves_the_group_and_its_partitions_go_to_the_others() -> N
     assert leaving.state == "UNSUBSCRIBED"
     cluster.advance(6_000)
     assert len(staying.assignment()) == 2
+
+
+def test_metrics_count_heartbeats_assignments_and_acknowledgements_on_simulated_time() -> None:
+    cluster = cluster_with(partitions=2, records=4)
+    fake = cluster.share_consumer(config())
+    before = fake.metrics()
+    assert before["heartbeat-total"] == 0
+    assert before["acknowledgement-send-total"] == 0
+    fake.subscribe([TOPIC])
+    delivered = 0
+    for _ in range(10):
+        delivered += len(fake.poll(1.0))
+        if delivered == 4:
+            break
+    assert delivered == 4
+    assert fake.commit_sync() != {}
+    after = fake.metrics()
+    assert after["heartbeat-total"] >= 1
+    assert after["assigned-partitions"] == 2
+    assert after["member-epoch"] >= 1
+    assert after["acknowledgement-send-total"] == 4
+    assert after["acknowledgement-error-total"] == 0
+    assert after["commit-total"] >= 1
+    assert after["state-transitions-total"] >= 2
+    assert set(after) == set(before)
