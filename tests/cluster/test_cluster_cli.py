@@ -24,12 +24,29 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 def kgm(*args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "consumer.cli", *args],
+        [sys.executable, "-X", "faulthandler", "-m", "consumer.cli", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
+
+
+def wait_or_dump(process: subprocess.Popen[str], timeout_s: float) -> int:
+    """``process``'s exit code; if it has not exited within ``timeout_s``, fail with the stack of
+    every thread of it (faulthandler dumps them on SIGABRT) and the JVMs still running."""
+    try:
+        return process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        jvms = subprocess.run(
+            ["ps", "-o", "pid,stat,etime,args", "--ppid", str(process.pid)],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
+        process.send_signal(signal.SIGABRT)
+        _, stderr = process.communicate(timeout=30)
+        pytest.fail(f"no exit {timeout_s:.0f} s after SIGINT; children:\n{jvms}\nstderr:\n{stderr}")
 
 
 async def listed_brokers(bootstrap: str) -> list[int]:
@@ -67,7 +84,7 @@ def test_kgm_broker_start_brokers_3_serves_a_cluster_until_interrupted() -> None
                 host, port = address.rsplit(":", 1)
                 assert 68 in probe_api_keys(host, int(port)), f"{address} speaks KIP-848"
             process.send_signal(signal.SIGINT)
-            assert process.wait(timeout=60) == 0, process.stderr.read()
+            assert wait_or_dump(process, timeout_s=60) == 0, process.stderr.read()
         finally:
             if process.poll() is None:  # a failed check: do not wait for Ctrl-C
                 process.kill()
