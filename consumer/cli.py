@@ -91,6 +91,10 @@ def _cluster_start(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGTERM, stop_on_sigterm)
+    # Ctrl-C must stop the cluster even when this process was started with SIGINT ignored or
+    # blocked (Python keeps an inherited SIG_IGN, and a signal mask survives exec).
+    previous_int = signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         cluster.start()
         start_s = time.monotonic() - started
@@ -110,6 +114,7 @@ def _cluster_start(args: argparse.Namespace) -> int:
         return 0
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_int)
         cluster.stop()
 
 

@@ -38,6 +38,11 @@ def wait_or_dump(process: subprocess.Popen[str], timeout_s: float) -> int:
     try:
         return process.wait(timeout=timeout_s)
     except subprocess.TimeoutExpired:
+        signals = "".join(
+            line + "\n"
+            for line in Path(f"/proc/{process.pid}/status").read_text().splitlines()
+            if line.startswith(("SigBlk", "SigIgn", "SigCgt"))
+        )
         jvms = subprocess.run(
             ["ps", "-o", "pid,stat,etime,args", "--ppid", str(process.pid)],
             capture_output=True,
@@ -46,7 +51,12 @@ def wait_or_dump(process: subprocess.Popen[str], timeout_s: float) -> int:
         ).stdout
         process.send_signal(signal.SIGABRT)
         _, stderr = process.communicate(timeout=30)
-        pytest.fail(f"no exit {timeout_s:.0f} s after SIGINT; children:\n{jvms}\nstderr:\n{stderr}")
+        pytest.fail(
+            f"no exit {timeout_s:.0f} s after SIGINT; its signal masks:\n{signals}"
+            f"(this process: SIGINT handler {signal.getsignal(signal.SIGINT)!r}, blocked "
+            f"{signal.pthread_sigmask(signal.SIG_BLOCK, [])!r}); children:\n{jvms}\n"
+            f"stderr:\n{stderr}"
+        )
 
 
 async def listed_brokers(bootstrap: str) -> list[int]:
