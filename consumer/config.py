@@ -18,8 +18,9 @@ beginning/end) offsets. Using the real id keeps group ACLs valid for that FindCo
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Any, Literal, cast
 
 from confluent_kafka import KafkaError
@@ -168,6 +169,8 @@ class ConsumerConfig:
     stats_cb: Callback | None = None
     throttle_cb: Callback | None = None
     logger: AnyLogger | None = None
+    #: Classic-only keys given without ``group.protocol`` and ignored (see ``parse_config``).
+    ignored_classic_keys: tuple[str, ...] = ()
 
     @property
     def rebalance_timeout_ms(self) -> int:
@@ -187,10 +190,12 @@ def parse_config(config: Mapping[str, object]) -> ConsumerConfig:
         >>> config = parse_config({**base, "auto.commit.interval.ms": 1000})
         >>> config.group_id, config.auto_commit_interval_ms
         ('orders', 1000)
-        >>> parse_config({**base, "session.timeout.ms": 10})
+        >>> parse_config({**base, "group.protocol": "consumer", "session.timeout.ms": 10})
         Traceback (most recent call last):
         ...
         consumer.config.ConfigError: 'session.timeout.ms' is a classic-protocol setting ...
+        >>> parse_config({**base, "session.timeout.ms": 10}).ignored_classic_keys
+        ('session.timeout.ms',)
     """
     if not isinstance(config, Mapping):
         raise ConfigError(
@@ -214,9 +219,11 @@ def parse_config(config: Mapping[str, object]) -> ConsumerConfig:
                 f"{show_value(key, raw[canonical])}); give only one."
             )
         typed[canonical], spelled[canonical], raw[canonical] = checked, key, value
-    _check_protocol_keys(typed, classic_only)
+    ignored_classic_keys = _check_protocol_keys(typed, classic_only)
     for key, value in classic_only.items():
-        typed[key], spelled[key], raw[key] = _check_value(SPECS[key], key, value), key, value
+        checked = _check_value(SPECS[key], key, value)
+        if key not in ignored_classic_keys:
+            typed[key], spelled[key], raw[key] = checked, key, value
     for required in ("bootstrap.servers", "group.id"):
         if required not in typed:
             raise ConfigError(
@@ -224,7 +231,7 @@ def parse_config(config: Mapping[str, object]) -> ConsumerConfig:
                 "it is missing from the configuration."
             )
     _check_combinations(typed)
-    return _build(typed, raw)
+    return replace(_build(typed, raw), ignored_classic_keys=ignored_classic_keys)
 
 
 def _canonical_key(key: object) -> str:
@@ -255,10 +262,19 @@ def wants_classic(config: object) -> bool:
     return isinstance(value, str) and value.strip().lower() == "classic"
 
 
-def _check_protocol_keys(typed: Mapping[str, object], classic_only: Mapping[str, object]) -> None:
-    """Keys of one protocol given with the other: classic-only keys under ``consumer`` (refused
-    whatever their value, as librdkafka and Java refuse them), our member's state callback under
-    ``classic``."""
+def _check_protocol_keys(
+    typed: Mapping[str, object], classic_only: Mapping[str, object]
+) -> tuple[str, ...]:
+    """Keys of one protocol given with the other: classic-only keys under an explicit
+    ``group.protocol=consumer`` (refused whatever their value, as librdkafka and Java refuse
+    them), our member's state callback under ``classic``.
+
+    Returns the classic-only keys to ignore: those given while ``group.protocol`` is not set. Our
+    default protocol is ``consumer`` where librdkafka's is ``classic``, so a program written for
+    confluent-kafka that tunes its classic session (``session.timeout.ms`` in confluent-kafka's
+    own example consumer) still runs when only its import changes; the consumer logs a warning
+    naming each ignored key (``log_ignored_classic_keys``).
+    """
     if typed.get("group.protocol", SPECS["group.protocol"].default) == "classic":
         if "on_state_change" in typed:
             raise ConfigError(
@@ -266,12 +282,31 @@ def _check_protocol_keys(typed: Mapping[str, object], classic_only: Mapping[str,
                 "states of the consumer-protocol member, and librdkafka's classic consumer does "
                 "not report its own. Remove 'on_state_change' or use group.protocol=consumer."
             )
-        return
+        return ()
+    if "group.protocol" not in typed:
+        return tuple(classic_only)
     for key in classic_only:
         raise ConfigError(
             f"'{key}' is a classic-protocol setting and is not supported with "
             f"group.protocol=consumer: {CLASSIC_ONLY[key]}. Remove '{key}' from the "
             "configuration, or set group.protocol=classic."
+        )
+    return ()
+
+
+def log_ignored_classic_keys(config: ConsumerConfig) -> None:
+    """Log one warning per classic-only key ``parse_config`` ignored because ``group.protocol``
+    was not set (``ConsumerConfig.ignored_classic_keys``), to the ``logger`` key's logger or the
+    ``consumer`` logger."""
+    logger = config.logger or logging.getLogger("consumer")
+    for key in config.ignored_classic_keys:
+        logger.warning(
+            "'%s' is a classic-protocol setting and is ignored: without 'group.protocol' this "
+            "consumer uses the consumer group protocol (KIP-848), where %s. Set "
+            "group.protocol=classic to use '%s', or group.protocol=consumer to have it refused.",
+            key,
+            CLASSIC_ONLY[key],
+            key,
         )
 
 

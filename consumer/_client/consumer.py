@@ -51,7 +51,7 @@ from consumer._client.settings import (
     with_sasl_user,
 )
 from consumer._runtime import BackgroundRuntime
-from consumer.config import ConsumerConfig, parse_config, wants_classic
+from consumer.config import ConsumerConfig, log_ignored_classic_keys, parse_config, wants_classic
 from consumer.member import (
     CloseOption,
     CloseRequested,
@@ -77,6 +77,7 @@ class Consumer(DataPlaneMethods):
 
     def __init__(self, config: dict[str, Any] | None = None, /, **kwargs: Any) -> None:
         self._config: ConsumerConfig = parse_config({**(config or {}), **kwargs})
+        log_ignored_classic_keys(self._config)
         self._to_background: ToBackground[AppEvent] = ToBackground()
         self._quiet = QuietWindow()
         self._to_background.add_listener(self._quiet.end)

@@ -57,6 +57,10 @@ def render_key_tables() -> str:
         "",
         "### Classic-protocol keys (refused under `group.protocol=consumer`)",
         "",
+        "Given without `group.protocol`, they are checked, then ignored with a warning (a program "
+        "written for librdkafka's default, `classic`, still runs; see "
+        "`docs/howto/switching-protocol.md`). `ShareConsumer` always refuses them.",
+        "",
         "| Key | Replacement under `consumer` |",
         "|---|---|",
     ]

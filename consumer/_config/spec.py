@@ -149,7 +149,7 @@ _MEMBER_SPECS: tuple[KeySpec, ...] = (
     _cb("on_state_change", M, "Extra (not in confluent-kafka): `on_state_change(previous, current)` with member state names. Refused under `classic` (librdkafka does not report its states)."),  # noqa: E501
 )  # fmt: skip
 
-_CLASSIC = "Only with `group.protocol=classic` (refused under `consumer`, as librdkafka and Java refuse it); unset means librdkafka's default"  # noqa: E501
+_CLASSIC = "Only with `group.protocol=classic` (refused under an explicit `consumer`, as librdkafka and Java refuse it; ignored with a warning when `group.protocol` is not set); unset means librdkafka's default"  # noqa: E501
 C = Owner.CLASSIC
 
 # Ranges are librdkafka 2.16.0's; the defaults are librdkafka's (applied by librdkafka, not here:

@@ -56,6 +56,9 @@ def parse_share_config(conf: Mapping[str, object]) -> ShareConsumerConfig:
             f"The configuration must be a dict of configuration keys, not {type(conf).__name__}."
         )
     common = {key: value for key, value in conf.items() if key not in SHARE_KEYS}
+    # A share member has no classic protocol to fall back to: classic-only keys are refused
+    # (``Consumer`` ignores them with a warning when ``group.protocol`` is not set).
+    common.setdefault("group.protocol", "consumer")
     mode = str(conf.get("share.acknowledgement.mode", "implicit")).strip().lower()
     if mode not in _MODES:
         raise ConfigError(

@@ -90,9 +90,16 @@ def test_the_error_types_are_confluent_kafkas() -> None:
         ({"enable.auto.comit": True}, "enable.auto.comit"),
         ({"fetch.min.bytes": "abc"}, "fetch.min.bytes"),
         ({"auto.offset.reset": "bogus"}, "auto.offset.reset"),
-        # A classic-protocol key under group.protocol=consumer, even at its default value.
-        ({"session.timeout.ms": 45000}, "session.timeout.ms"),
-        ({"partition.assignment.strategy": "range"}, "partition.assignment.strategy"),
+        # A classic-protocol key under an explicit group.protocol=consumer, even at its default
+        # value (without group.protocol ours ignores it with a warning: see test_config_classic).
+        (
+            {"group.protocol": "consumer", "session.timeout.ms": 45000},
+            "session.timeout.ms",
+        ),
+        (
+            {"group.protocol": "consumer", "partition.assignment.strategy": "range"},
+            "partition.assignment.strategy",
+        ),
     ],
 )
 def test_a_config_error_is_a_kafka_exception_with_invalid_arg(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pytest
@@ -33,7 +34,22 @@ def test_unknown_config_key_names_close_matches() -> None:
 
 def test_classic_only_keys_are_refused_naming_the_replacement() -> None:
     with pytest.raises(ConfigError, match="group.consumer.heartbeat.interval.ms"):
-        Consumer({**CONFIG, "heartbeat.interval.ms": 3000})
+        Consumer({**CONFIG, "group.protocol": "consumer", "heartbeat.interval.ms": 3000})
+
+
+def test_classic_only_keys_without_a_protocol_are_ignored_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    logger = logging.getLogger("misuse-test-app")
+    with caplog.at_level(logging.WARNING):
+        Consumer({**CONFIG, "session.timeout.ms": 6000}, logger=logger).close()
+        Consumer({**CONFIG, "heartbeat.interval.ms": 3000}).close()
+    warnings = [(r.name, r.getMessage()) for r in caplog.records if "is ignored" in r.getMessage()]
+    assert [name for name, _ in warnings] == ["misuse-test-app", "consumer"]
+    assert warnings[0][1].startswith("'session.timeout.ms' is a classic-protocol setting")
+    assert "'group.consumer.session.timeout.ms'" in warnings[0][1]
+    assert "group.protocol=classic" in warnings[0][1]
+    assert "'group.consumer.heartbeat.interval.ms'" in warnings[1][1]
 
 
 @pytest.mark.parametrize(

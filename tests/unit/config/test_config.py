@@ -413,7 +413,7 @@ def test_unknown_key_without_close_match() -> None:
     ],
 )
 def test_classic_only_keys_are_refused_with_replacement(key: str, replacement: str) -> None:
-    message = refused({key: "45000"})
+    message = refused({key: "45000", "group.protocol": "consumer"})
     assert message.startswith(f"'{key}' is a classic-protocol setting")
     assert "group.protocol=consumer" in message
     assert replacement in message

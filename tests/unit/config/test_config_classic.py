@@ -56,10 +56,41 @@ def test_classic_only_keys_are_accepted_with_classic_and_forwarded_checked(
 
 @pytest.mark.parametrize("key", sorted(CLASSIC_ONLY))
 def test_classic_only_keys_are_refused_under_consumer_whatever_the_value(key: str) -> None:
-    message = refused({**BASE, key: "not even valid"})
+    message = refused({**BASE, "group.protocol": "consumer", key: "not even valid"})
     assert message.startswith(f"'{key}' is a classic-protocol setting")
     assert "group.protocol=consumer" in message
     assert "or set group.protocol=classic" in message
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("session.timeout.ms", 6000),
+        ("heartbeat.interval.ms", "3000"),
+        ("partition.assignment.strategy", "cooperative-sticky"),
+        ("group.protocol.type", "consumer"),
+    ],
+)
+def test_classic_only_keys_without_a_protocol_are_ignored_not_forwarded(
+    key: str, value: object
+) -> None:
+    # librdkafka's default protocol is classic, ours is consumer: a program written for
+    # confluent-kafka that tunes its classic session must still run when only its import changes.
+    config = parse_config({**BASE, key: value})
+    assert config.group_protocol == "consumer"
+    assert config.ignored_classic_keys == (key,)
+    assert key not in config.data_plane
+
+
+def test_classic_only_keys_without_a_protocol_still_need_valid_values() -> None:
+    message = refused({**BASE, "session.timeout.ms": 0})
+    assert "'session.timeout.ms'" in message
+    assert "an integer in 1..3600000" in message
+
+
+def test_no_classic_only_key_means_nothing_ignored() -> None:
+    assert parse_config(BASE).ignored_classic_keys == ()
+    assert parse_config({**CLASSIC, "session.timeout.ms": 6000}).ignored_classic_keys == ()
 
 
 @pytest.mark.parametrize(
