@@ -16,7 +16,7 @@ import logging
 from collections.abc import Mapping
 from contextvars import ContextVar
 
-__all__ = ["AnyLogger", "RoutedLogger", "log_to", "routed_logger"]
+__all__ = ["AnyLogger", "RoutedLogger", "WithoutDebugRecords", "log_to", "routed_logger"]
 
 AnyLogger = logging.Logger | logging.LoggerAdapter[logging.Logger]
 
@@ -74,3 +74,45 @@ class RoutedLogger(logging.LoggerAdapter[logging.Logger]):
 def routed_logger(name: str) -> RoutedLogger:
     """The :class:`RoutedLogger` of module ``name`` (``logging.getLogger(name)`` by default)."""
     return RoutedLogger(name)
+
+
+class WithoutDebugRecords(logging.LoggerAdapter[logging.Logger]):
+    """The ``logger`` key's logger for records of INFO and above; DEBUG records are not written.
+
+    librdkafka writes debug records to ``logger`` only for the contexts named in its ``debug``
+    key, so a program that gives ``logger`` without ``debug`` sees no debug records from
+    confluent-kafka; the member's own DEBUG records follow the same rule (``debug`` set: they
+    reach ``logger``). They are dropped rather than sent to the ``consumer`` loggers, because a
+    program may well name its own logger ``consumer`` (confluent-kafka's example consumer does).
+    """
+
+    def __init__(self, logger: AnyLogger) -> None:
+        super().__init__(logger if isinstance(logger, logging.Logger) else logger.logger, None)
+        self.user_logger = logger
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - the logging API's name
+        """Whether a record of ``level`` would be written (never below INFO)."""
+        return level >= logging.INFO and self.user_logger.isEnabledFor(level)
+
+    def log(
+        self,
+        level: int,
+        msg: object,
+        *args: object,
+        exc_info: logging._ExcInfoType = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+        extra: Mapping[str, object] | None = None,
+        **kwargs: object,
+    ) -> None:
+        """Log to the user's logger, records of INFO and above only."""
+        if level >= logging.INFO:
+            self.user_logger.log(
+                level,
+                msg,
+                *args,
+                exc_info=exc_info,
+                stack_info=stack_info,
+                stacklevel=stacklevel + 1,
+                extra=extra,
+            )

@@ -159,8 +159,13 @@ class AppThreadServer:
             raise self._pending_errors.popleft()
 
     def take_error_events(self, count: int) -> list[Message]:
-        """Up to ``count`` member errors that ``poll()`` / ``consume()`` return as events."""
+        """Up to ``count`` error events for ``poll()`` / ``consume()`` to return: the member's,
+        and the data plane's served while nothing was assigned (``add_error_event``)."""
         return [self._error_events.popleft() for _ in range(min(count, len(self._error_events)))]
+
+    def add_error_event(self, event: Message) -> None:
+        """Queue an event of the data plane for ``poll()`` / ``consume()`` to return."""
+        self._error_events.append(event)
 
     def take_commit_result(self, token: int, timeout_s: float) -> bool:
         """Wait for the result of user commit ``token`` without running other events.

@@ -15,6 +15,7 @@ from typing import Any
 
 from consumer._bridge.settings import ClusterSettings
 from consumer._config.types import Secret
+from consumer._logging import AnyLogger, WithoutDebugRecords
 from consumer.config import ConsumerConfig
 from consumer.member import MemberConfig, Subscribed
 
@@ -91,8 +92,16 @@ def cluster_settings(cfg: ConsumerConfig) -> ClusterSettings:
         security=cfg.security,
         reconnect_backoff_ms=cfg.reconnect_backoff_ms,
         reconnect_backoff_max_ms=cfg.reconnect_backoff_max_ms,
-        logger=cfg.logger,
+        logger=_member_logger(cfg),
     )
+
+
+def _member_logger(cfg: ConsumerConfig) -> AnyLogger | None:
+    """Where the member's own records go: the ``logger`` key's logger, for DEBUG records only
+    when librdkafka's ``debug`` key is set too (as librdkafka does with its debug records)."""
+    if cfg.logger is None or "debug" in cfg.data_plane:
+        return cfg.logger
+    return WithoutDebugRecords(cfg.logger)
 
 
 _PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")

@@ -144,7 +144,7 @@ _MEMBER_SPECS: tuple[KeySpec, ...] = (
     _str("sasl.oauthbearer.sub.claim.name", B, note="The claim of an OIDC token naming the principal; unset means `sub`."),  # noqa: E501
     _str("https.ca.location", B, note="CA certificates (file or directory) to verify an https token endpoint; unset: the system's."),  # noqa: E501
     _cb("error_cb", B, "Called with a `KafkaError` for member and data-plane errors."),
-    KeySpec("logger", Kind.LOGGER, B, note="A `logging.Logger` (or `LoggerAdapter`) for member and data-plane logs: the member's own records (background loop, connections, retries, unreported group errors) go to it instead of the `consumer.*` loggers."),  # noqa: E501
+    KeySpec("logger", Kind.LOGGER, B, note="A `logging.Logger` (or `LoggerAdapter`) for member and data-plane logs: the member's own records (background loop, connections, retries, unreported group errors) go to it instead of the `consumer.*` loggers; their DEBUG records only when `debug` is set, as librdkafka sends its debug records only for the contexts named in `debug`."),  # noqa: E501
     _cb("on_commit", M, "`on_commit(err, partitions)` after each commit, as in confluent-kafka."),
     _cb("on_state_change", M, "Extra (not in confluent-kafka): `on_state_change(previous, current)` with member state names. Refused under `classic` (librdkafka does not report its states)."),  # noqa: E501
 )  # fmt: skip

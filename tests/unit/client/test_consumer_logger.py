@@ -37,6 +37,7 @@ def test_the_runtime_logs_to_the_configured_logger_with_the_reconnect_backoff(
             "reconnect.backoff.ms": 1,
             "reconnect.backoff.max.ms": 2,
             "max.poll.interval.ms": 1000,
+            "debug": "cgrp",  # the member's DEBUG records reach `logger` only with `debug` set
         },
         logger=logger,
     )

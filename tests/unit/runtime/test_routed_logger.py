@@ -9,7 +9,9 @@ from logging.handlers import BufferingHandler
 
 import pytest
 
+from consumer._client.settings import cluster_settings
 from consumer._logging import RoutedLogger, log_to, routed_logger
+from consumer.config import parse_config
 
 
 def user_logger(name: str) -> tuple[logging.Logger, BufferingHandler]:
@@ -105,3 +107,44 @@ def test_a_logger_adapter_is_accepted() -> None:
     assert [(r.getMessage(), getattr(r, "tag", None)) for r in handler.buffer] == [
         ("through an adapter", "x")
     ]
+
+
+def _member_logger_records(
+    config: dict[str, object], caplog: pytest.LogCaptureFixture
+) -> tuple[list[tuple[int, str]], list[tuple[int, str]]]:
+    """(records the user's logger got, records the package logger got) from one member log call
+    of each level, with the logger the consumer's settings bind for ``config``."""
+    logger, handler = user_logger(f"tests.routed.member.{len(config)}")
+    settings = cluster_settings(
+        parse_config(
+            {"bootstrap.servers": "127.0.0.1:1", "group.id": "g", **config, "logger": logger}
+        )
+    )
+    log = routed_logger("consumer.test_member_logger")
+    caplog.set_level(logging.DEBUG, logger="consumer")
+
+    def in_context() -> None:
+        log_to(settings.logger)
+        log.debug("member debug")
+        log.warning("member warning")
+
+    contextvars.Context().run(in_context)
+    package = [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "consumer"]
+    return [(r.levelno, r.getMessage()) for r in handler.buffer], package
+
+
+def test_without_debug_the_member_debug_records_stay_off_the_users_logger(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # As librdkafka: debug records reach ``logger`` only for the contexts named in ``debug``.
+    user, package = _member_logger_records({}, caplog)
+    assert user == [(logging.WARNING, "member warning")]
+    assert package == []  # dropped, not sent to the package's logger
+
+
+def test_with_debug_the_member_debug_records_reach_the_users_logger(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    user, package = _member_logger_records({"debug": "cgrp"}, caplog)
+    assert user == [(logging.DEBUG, "member debug"), (logging.WARNING, "member warning")]
+    assert package == []
