@@ -6,7 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from benchmarks import aio_throughput
+from benchmarks import aio_throughput, metrics_ab
 from benchmarks.ab_report import idle_ab_section, latency_ab_section, leave_section
 from benchmarks.common import read_results
 from benchmarks.delivery_latency import section as delivery_section
@@ -559,6 +559,7 @@ def write_report(results_dir: Path, docs_dir: Path) -> Path:
             "member_cost": _cost,
             "share": share_section,
             "aio_throughput": aio_throughput.section,
+            "metrics_ab": metrics_ab.section,
             "leave": leave_section,
             "latency_ab": latency_ab_section,
             "idle_ab_500ms": lambda payload, out: idle_ab_section(
