@@ -197,12 +197,24 @@ def _throughput_summary(works: Sequence[Any], runs: list[dict[str, Any]]) -> dic
             for impl in THROUGHPUT_WAYS
             for variant in VARIANTS
         }
+        cpu = {
+            f"{impl}/{variant}": summary(
+                [
+                    r["process_cpu_us_per_record"]
+                    for r in mine
+                    if r["impl"] == impl and r["variant"] == variant
+                ]
+            )
+            for impl in THROUGHPUT_WAYS
+            for variant in VARIANTS
+        }
         summaries[work.label] = {
             "topic": topic,
             "count": work.count,
             "size": work.size,
             "runs": mine,
             "stats": stats,
+            "process_cpu_us_per_record": cpu,
             "on_over_off": {
                 impl: ratio(stats[f"{impl}/on"]["median"], stats[f"{impl}/off"]["median"])
                 for impl in THROUGHPUT_WAYS
@@ -239,17 +251,23 @@ def section(payload: dict[str, Any], _out: Path) -> list[str]:
         f"{result['heartbeat_ms']} ms broker; {payload['repeat']} repetition(s) "
         f"(`{payload['command']}`). Every value is listed.",
         "",
+        "*CPU µs / record*: CPU time of the whole child process (every thread) from the "
+        "consumer's creation to its close over the records consumed (median); unlike records/s "
+        "it hardly depends on what else the machine runs.",
+        "",
         "| throughput | way | on: median records/s | off: median records/s | on / off | on: all "
-        "| off: all |",
-        "|---|---|---|---|---|---|---|",
+        "| off: all | CPU µs / record: on | off |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for label, work in result["throughput"].items():
         for impl in THROUGHPUT_WAYS:
             on, off = work["stats"][f"{impl}/on"], work["stats"][f"{impl}/off"]
+            cpu = work["process_cpu_us_per_record"]
             lines.append(
                 f"| {work['count']:,} × {label} | {impl} | {on['median']:,.0f} | "
                 f"{off['median']:,.0f} | {work['on_over_off'][impl]:.2f} | "
-                f"{_listed(work['runs'], impl, 'on')} | {_listed(work['runs'], impl, 'off')} |"
+                f"{_listed(work['runs'], impl, 'on')} | {_listed(work['runs'], impl, 'off')} | "
+                f"{cpu[f'{impl}/on']['median']:.1f} | {cpu[f'{impl}/off']['median']:.1f} |"
             )
     lines += [
         "",
