@@ -47,6 +47,10 @@ from benchmarks.common import (
 )
 from benchmarks.idle_ab import measure as measure_idle
 from benchmarks.throughput import ensure_topic, workloads
+from consumer._bridge.last_poll import monotonic_ms
+from consumer._runtime.metrics import MetricsRecorder
+from consumer.member import AppPolled, HeartbeatSucceeded, MemberState, SendHeartbeat
+from consumer.testing.sim.harness import GroupHarness
 
 #: The recorder file replaced in the "off" tree, relative to the tree's root.
 RECORDER_PATH = Path("consumer/_runtime/metrics.py")
@@ -133,6 +137,50 @@ def throughput_once(root: Path, spec: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def recorder_cost(number: int = 20_000, rounds: int = 5) -> dict[str, float]:
+    """CPU µs the recorder adds per heartbeat, and per ``metrics()`` snapshot (best round).
+
+    Per heartbeat the loop tells the recorder what a STABLE member's turn issued (the commands
+    of ``Member.poll``, a ``SendHeartbeat`` among them), the answer and an ``AppPolled``: those
+    three calls are timed with the thread's CPU clock, on a member of the simulated group.
+    """
+    harness = GroupHarness()
+    harness.sim.create_topic("foo", 1)
+    member = harness.add_member("a").member
+    harness.run_until(harness.all_stable, max_ms=60_000)
+    now_ms = harness.clock.advance(5_000)
+    member.handle(AppPolled(), now_ms)
+    commands, _ = member.poll(now_ms)
+    beat = next(c for c in commands if isinstance(c, SendHeartbeat))
+    answer = HeartbeatSucceeded(beat.request_id, member.member_epoch, 5_000, None, member.member_id)
+    polled = AppPolled(polled_at_ms=now_ms)
+    recorder = MetricsRecorder(monotonic_ms, MemberState.STABLE)
+
+    def heartbeats_us() -> float:
+        start_ns = time.thread_time_ns()
+        for _ in range(number):
+            recorder.input_received(polled, now_ms)
+            recorder.commands_issued(commands)
+            recorder.input_received(answer, now_ms)
+        return (time.thread_time_ns() - start_ns) / number / 1000
+
+    def snapshots_us() -> float:
+        count = max(number // 20, 1)
+        start_ns = time.thread_time_ns()
+        for _ in range(count):
+            recorder.snapshot(member.member_epoch)
+        return (time.thread_time_ns() - start_ns) / count / 1000
+
+    per_heartbeat = min(heartbeats_us() for _ in range(rounds))
+    per_snapshot = min(snapshots_us() for _ in range(rounds))
+    return {
+        "us_per_heartbeat": per_heartbeat,
+        "us_per_snapshot": per_snapshot,
+        # At the 500 ms broker's two heartbeats a second.
+        "pct_core_per_member": per_heartbeat * 1000 / FAST_HEARTBEAT_MS / 1e6 * 100,
+    }
+
+
 def _rotated(rep: int) -> tuple[str, ...]:
     shift = rep % len(VARIANTS)
     return VARIANTS[shift:] + VARIANTS[:shift]
@@ -179,6 +227,7 @@ def run(
                 log(f"metrics {variant} idle N={members}: {cpu:.3f} % per member (load {load:.1f})")
     return {
         "heartbeat_ms": FAST_HEARTBEAT_MS,
+        "recorder": recorder_cost(),
         "window_s": window_s,
         "member_counts": counts,
         "throughput": _throughput_summary(works, runs),
@@ -291,6 +340,17 @@ def section(payload: dict[str, Any], _out: Path) -> list[str]:
         lines.append(
             f"| {members} | {on:.3f} % | {off:.3f} % | {on - off:+.3f} | {cells[0]} | {cells[1]} |"
         )
+    recorder = result.get("recorder")
+    if recorder:
+        lines += [
+            "",
+            "What the recorder itself costs (`benchmarks.metrics_ab.recorder_cost`: its three "
+            "calls per heartbeat, and one `metrics()` snapshot, timed with the thread's CPU "
+            f"clock, best of 5 rounds): **{recorder['us_per_heartbeat']:.1f} µs per heartbeat**, "
+            f"{recorder['pct_core_per_member']:.4f} % of a core per member at two heartbeats a "
+            f"second; {recorder['us_per_snapshot']:.0f} µs per snapshot (`metrics()`, and once "
+            "per `stats_cb` report). Nothing per record.",
+        ]
     lines.append("")
     return lines
 
