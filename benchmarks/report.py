@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from benchmarks import aio_throughput, metrics_ab
 from benchmarks.ab_report import idle_ab_section, latency_ab_section, leave_section
 from benchmarks.common import read_results
 from benchmarks.delivery_latency import section as delivery_section
@@ -281,6 +282,8 @@ def _headline(results: dict[str, dict[str, Any]]) -> list[str]:
                 )
     if "share" in results:
         rows += share_headline(results["share"])
+    if "aio_throughput" in results:
+        rows += aio_throughput.headline(results["aio_throughput"])
     if not rows:
         return []
     return [
@@ -555,6 +558,8 @@ def write_report(results_dir: Path, docs_dir: Path) -> Path:
             "delivery_latency": delivery_section,
             "member_cost": _cost,
             "share": share_section,
+            "aio_throughput": aio_throughput.section,
+            "metrics_ab": metrics_ab.section,
             "leave": leave_section,
             "latency_ab": latency_ab_section,
             "idle_ab_500ms": lambda payload, out: idle_ab_section(

@@ -244,3 +244,32 @@ async def test_rebalance_while_the_loop_is_busy(
     counts = Counter(value for _p, _o, value in first + second)
     assert sorted(counts) == list(range(400))
     assert [value for value, n in counts.items() if n > 1] == []
+
+
+async def test_polls_take_the_fast_path_and_still_the_full_path_every_budget(
+    kafka_bootstrap: str, create_topic: Callable[..., str], unique_name: Callable[[str], str]
+) -> None:
+    """``poll()`` runs ``Consumer.poll``'s fast path inline; the full path (liveness, consumed
+    offsets, the background's events) must still run once per ``FAST_POLL_BUDGET`` records."""
+    from consumer._client.polling import FAST_POLL_BUDGET
+
+    total = 16 * FAST_POLL_BUDGET
+    topic, group = create_topic(partitions=1), unique_name("group")
+    produce_numbered(make_producer(kafka_bootstrap), topic, 0, total, 1)
+    async with AsyncConsumer(config(kafka_bootstrap, group)) as consumer:
+        consumer.subscribe([topic])
+        records = await poll_records(consumer, 1, 60)  # joined, records flowing
+        full_polls = 0
+        sync = consumer._consumer
+        poll_slowly = sync._poll_slowly
+
+        def counting(timeout: float | None) -> Message | None:
+            nonlocal full_polls
+            full_polls += 1
+            return poll_slowly(timeout)
+
+        sync._poll_slowly = counting  # type: ignore[method-assign]
+        records += await poll_records(consumer, total - 1, 60)
+        assert [value for _p, _o, value in records] == list(range(total))
+        # At least one full poll per budget after the first record; far fewer than one per record.
+        assert total // FAST_POLL_BUDGET - 1 <= full_polls < total // 4, full_polls

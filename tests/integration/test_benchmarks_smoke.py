@@ -82,6 +82,7 @@ def test_every_result_file_and_the_doc_are_written(smoke_run: Path) -> None:
         "Cost per member",
         "Headline",
         "Share groups",
+        "AsyncConsumer throughput",
     ):
         assert heading in doc
     plots = list((smoke_run / "docs" / "benchmarks").glob("*.png"))
@@ -181,3 +182,17 @@ def test_share_idle_cost_measured_for_both_implementations(smoke_run: Path) -> N
             assert stats["cpu_pct_per_member"]["min"] >= 0
             assert stats["rss_mb"]["median"] > 0
             assert stats["threads"]["median"] >= 1 + n  # the main thread and one poller each
+
+
+def test_aio_throughput_consumed_everything_sync_and_async(smoke_run: Path) -> None:
+    from benchmarks.aio_throughput import PAIRS, implementations
+
+    result = _result(smoke_run, "aio_throughput")
+    assert set(result["workloads"]) == {"100B"}
+    for work in result["workloads"].values():
+        assert {r["impl"] for r in work["runs"]} == set(implementations("smoke"))
+        for run in work["runs"]:
+            assert run["consumed"] == run["expected"] == work["count"], run
+            assert run["records_per_s"] > 0
+        assert set(work["ratios"]) == {f"{aio}/{sync}" for aio, sync in PAIRS.items()}
+        assert all(value > 0 for value in work["ratios"].values())
