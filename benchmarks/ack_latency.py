@@ -9,10 +9,16 @@ whole interval, including the on_assign/on_revoke callbacks served by the pollin
 
 Assignments change because members join (N members subscribe at once) and because the topic
 grows (partitions are added step by step, each step a new target assignment for the group).
+
+``python -m benchmarks ack_latency`` measures 1 and 50 members;
+``python -m benchmarks.ack_latency --members 1,50,100,200 [--repeat N] [--bootstrap HOST:PORT]``
+any member counts (N members: 2N partitions, then 10 steps of N more), into the same result file.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
 import random
 import threading
 import time
@@ -25,13 +31,17 @@ from typing import Any
 from confluent_kafka.cimpl import NewPartitions
 
 from benchmarks.common import (
+    DEFAULT_RESULTS_DIR,
     FAST_HEARTBEAT_MS,
+    BrokerSet,
     admin_client,
     create_topic,
     log,
+    machine_facts,
     percentile,
     summary,
     wait_for,
+    write_result,
 )
 from consumer import Consumer
 from consumer._runtime.group_requests import GroupRequests
@@ -171,9 +181,14 @@ def run_case(bootstrap: str, members: int, partitions: int, steps: int, grow: in
         return list(recorder.samples)
 
 
-def run(bootstrap: str, size: str, repeat: int) -> dict[str, Any]:
-    """The ack-latency benchmark for 1 and many members; returns the JSON-ready result."""
+def run(bootstrap: str, size: str, repeat: int, members: list[int] | None = None) -> dict[str, Any]:
+    """The ack-latency benchmark for 1 and many members; returns the JSON-ready result.
+
+    ``members`` overrides the member counts of the full size (see the module docstring).
+    """
     cases = [(1, 8, 20, 4), (50, 100, 10, 50)] if size == "full" else [(1, 4, 3, 2), (5, 10, 2, 5)]
+    if members is not None:
+        cases = [(1, 8, 20, 4) if n == 1 else (n, 2 * n, 10, n) for n in members]
     result: dict[str, Any] = {"target_p99_ms": 50.0, "cases": {}}
     for members, partitions, steps, grow in cases:
         samples: list[tuple[float, float]] = []
@@ -198,3 +213,46 @@ def run(bootstrap: str, size: str, repeat: int) -> dict[str, Any]:
             "raw_total_ms": [round(v, 3) for v in totals],
         }
     return result
+
+
+def main() -> int:
+    """Entry point: the member counts given, one result file (``ack_latency.json``)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.ack_latency")
+    parser.add_argument("--members", default="1,50,100,200", help="comma-separated counts")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
+    args = parser.parse_args()
+    try:
+        members = [int(n) for n in args.members.split(",")]
+    except ValueError:
+        parser.error(f"--members: expected comma-separated integers, got {args.members!r}")
+    if any(n < 1 for n in members):
+        parser.error(f"--members: every count must be at least 1, got {args.members!r}")
+    brokers = BrokerSet(fast_bootstrap=args.bootstrap)
+    started = time.time()
+    load = list(os.getloadavg())
+    try:
+        result = run(brokers.fast(), "full", args.repeat, members)
+    finally:
+        brokers.close()
+    payload = {
+        "benchmark": "ack_latency",
+        "size": "full",
+        "repeat": args.repeat,
+        "command": (
+            f"python -m benchmarks.ack_latency --members {args.members} --repeat {args.repeat}"
+        ),
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "duration_s": time.time() - started,
+        "loadavg_before": load,
+        "loadavg_after": list(os.getloadavg()),
+        "machine": machine_facts(),
+        "external_broker": args.bootstrap is not None,
+        "result": result,
+    }
+    log(f"wrote {write_result(DEFAULT_RESULTS_DIR, 'ack_latency', payload)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

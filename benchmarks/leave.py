@@ -1,6 +1,7 @@
 """Graceful leave, many rounds: ours against confluent-kafka's KIP-848 consumer, interleaved.
 
-``python -m benchmarks.leave [--rounds N] [--bootstrap HOST:PORT]`` keeps two members of one
+``python -m benchmarks.leave [--rounds N] [--heartbeat-ms 500|5000] [--bootstrap HOST:PORT]`` keeps
+two members of one
 group running (each in its own process, ``benchmarks._member_proc``) and, per round, lets a third
 member join, waits for the group to converge, waits a random fraction of a heartbeat interval (so
 the leave lands at a random phase of the survivors' heartbeat cycles), then closes the third
@@ -12,8 +13,9 @@ member and times:
 * ``close_s``: how long that ``close()`` call took.
 
 The implementations alternate round by round on the same broker, so machine load affects both
-alike. Writes ``benchmarks/results/leave.json``; ``python -m benchmarks`` shows it in
-``docs/benchmarks.md``.
+alike. ``--heartbeat-ms 5000`` runs on a broker with KIP-848's default timers (5 s / 45 s) instead
+of the 500 ms one. Writes ``benchmarks/results/leave.json`` (``leave_5s.json`` at 5 s);
+``python -m benchmarks`` shows it in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 from benchmarks.common import (
     DEFAULT_RESULTS_DIR,
+    DEFAULT_TIMER_OVERRIDES,
     FAST_HEARTBEAT_MS,
     FAST_SESSION_MS,
     BrokerSet,
@@ -88,9 +91,13 @@ def _stamp(group: Group, name: str, kind: str, timeout_s: float) -> float:
     return float(stamps[-1])
 
 
-def run(bootstrap: str, rounds: int) -> dict[str, Any]:
+def run(bootstrap: str, rounds: int, heartbeat_ms: int = FAST_HEARTBEAT_MS) -> dict[str, Any]:
     """``rounds`` leaves per implementation, alternating; returns the JSON-ready result."""
-    profile = BrokerProfile("hb-500ms", bootstrap, FAST_HEARTBEAT_MS, FAST_SESSION_MS)
+    if heartbeat_ms == FAST_HEARTBEAT_MS:
+        profile = BrokerProfile("hb-500ms", bootstrap, FAST_HEARTBEAT_MS, FAST_SESSION_MS)
+    else:
+        session_ms = int(DEFAULT_TIMER_OVERRIDES["group.consumer.session.timeout.ms"])
+        profile = BrokerProfile(f"hb-{heartbeat_ms // 1000}s", bootstrap, heartbeat_ms, session_ms)
     topic = _ensure_topic(bootstrap, "bench-conv-6", CHAIN_PARTITIONS)
     rng = random.Random(f"leave-{rounds}")
     setups = {impl: LeaveRounds(profile, impl, topic, rounds) for impl in IMPLEMENTATIONS}
@@ -134,19 +141,30 @@ def main() -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.leave")
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument(
+        "--heartbeat-ms",
+        type=int,
+        choices=(FAST_HEARTBEAT_MS, 5000),
+        default=FAST_HEARTBEAT_MS,
+        help="the broker's heartbeat interval: 500 (the fast broker) or 5000 (KIP-848's default)",
+    )
     args = parser.parse_args()
-    brokers = BrokerSet(fast_bootstrap=args.bootstrap)
+    fast = args.heartbeat_ms == FAST_HEARTBEAT_MS
+    brokers = BrokerSet(fast_bootstrap=args.bootstrap if fast else None)
     started = time.time()
     load = list(os.getloadavg())
     try:
-        result = run(brokers.fast(), args.rounds)
+        bootstrap = brokers.fast() if fast else (args.bootstrap or brokers.default_timers())
+        result = run(bootstrap, args.rounds, args.heartbeat_ms)
     finally:
         brokers.close()
+    name = "leave" if fast else "leave_5s"
+    flag = "" if fast else f" --heartbeat-ms {args.heartbeat_ms}"
     payload = {
-        "benchmark": "leave",
+        "benchmark": name,
         "size": "full",
         "repeat": args.rounds,
-        "command": f"python -m benchmarks.leave --rounds {args.rounds}",
+        "command": f"python -m benchmarks.leave --rounds {args.rounds}{flag}",
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "duration_s": time.time() - started,
         "loadavg_before": load,
@@ -155,7 +173,7 @@ def main() -> int:
         "external_broker": args.bootstrap is not None,
         "result": result,
     }
-    log(f"wrote {write_result(DEFAULT_RESULTS_DIR, 'leave', payload)}")
+    log(f"wrote {write_result(DEFAULT_RESULTS_DIR, name, payload)}")
     return 0
 
 

@@ -561,6 +561,7 @@ def write_report(results_dir: Path, docs_dir: Path) -> Path:
             "aio_throughput": aio_throughput.section,
             "metrics_ab": metrics_ab.section,
             "leave": leave_section,
+            "leave_5s": leave_section,
             "latency_ab": latency_ab_section,
             "idle_ab_500ms": lambda payload, out: idle_ab_section(
                 payload, out, "500 ms heartbeats"

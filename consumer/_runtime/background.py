@@ -40,6 +40,7 @@ from consumer._runtime.metrics import MetricsRecorder
 from consumer._runtime.retry import reconnect_policy
 from consumer.errors import KafkaConnectionError, error_for_code
 from consumer.member import (
+    JOIN_EPOCH,
     AppPolled,
     CommitOffsets,
     FetchCommittedOffsets,
@@ -324,6 +325,9 @@ class BackgroundRuntime:
                         requests.heartbeat(command, self._heartbeat_timeout_ms()),
                         expect_answer=not command.is_leave,
                     )
+                    names = command.request.subscribed_topic_names
+                    if command.request.member_epoch == JOIN_EPOCH and names:
+                        self._spawn(requests.resolve_names(names))  # ids before the assignment
                 case FindCoordinator():
                     self._spawn(requests.find_coordinator())
                 case FetchMetadata():

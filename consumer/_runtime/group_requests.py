@@ -143,6 +143,21 @@ class GroupRequests:
         self._topic_ids.update({name: topic_id for topic_id, name in names.items()})
         return MetadataResolved(names)
 
+    async def resolve_names(self, topic_names: tuple[str, ...]) -> MetadataResolved:
+        """Learn the ids of subscribed topics before an assignment names them by id.
+
+        Sent next to a join heartbeat: the answer that brings the first partitions then needs no
+        Metadata round trip (one of 900 partitions costs tens of ms to parse on a busy machine)
+        before the committed offsets are fetched. librdkafka has them from its own metadata.
+        """
+        try:
+            snapshot = await self._cluster.metadata(list(topic_names))
+        except ConsumerError:
+            return MetadataResolved({})  # the assignment path asks by id, as before
+        names = dict(snapshot.topic_names_by_id())
+        self._topic_ids.update({name: topic_id for topic_id, name in names.items()})
+        return MetadataResolved(names)
+
     async def commit(self, command: CommitOffsets) -> CommitCompleted:
         """OffsetCommit v9/v10 with the member id and epoch."""
         offsets = [

@@ -6,8 +6,9 @@ Scheduling (Java ``AbstractHeartbeatRequestManager``; the pacing is the generic
 * nothing is sent while the coordinator is unknown (a :class:`FindCoordinator` is asked for once);
 * JOINING and ACK_ASSIGNMENT send at once when nothing is in flight (an ack carries the partitions
   now owned), as does a heartbeat expedited by a STALE_MEMBER_EPOCH commit error;
-* other heartbeating states send when the interval from the latest response elapsed (a value <= 0 is
-  ignored), the error backoff elapsed and nothing is in flight: one non-leave heartbeat at a time;
+* other heartbeating states send when the interval since the latest heartbeat was sent elapsed (a
+  value <= 0 is ignored; a new interval also counts from that send), the error backoff elapsed and
+  nothing is in flight: one non-leave heartbeat at a time;
 * a leave heartbeat (epoch -1, or -2 for a static member) goes out at once, even with one in flight;
 * after an error the interval timer is cleared, so only the backoff (100 ms doubling to 1 s, +/-20 %
   jitter, by default) gates the retry; fencing and coordinator moves reset the backoff.

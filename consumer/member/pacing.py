@@ -7,9 +7,12 @@ kind builds its own request). The rules (Java ``AbstractHeartbeatRequestManager`
   lookup backoff);
 * a state that heartbeats "at once" sends when nothing is in flight and the error backoff allows,
   as does an expedited heartbeat;
-* other heartbeating states send when the interval from the latest response elapsed (a value <= 0
-  is ignored), the error backoff elapsed and nothing is in flight: one non-leave heartbeat at
-  a time;
+* other heartbeating states send when the interval elapsed since the latest heartbeat was *sent*
+  (as librdkafka counts it; a value <= 0 is ignored), the error backoff elapsed and nothing is in
+  flight: one non-leave heartbeat at a time. A response that states a new interval re-counts it
+  from that send too, not from the response: the first answer to a join is written to the
+  coordinator's log before it is sent (tens to hundreds of ms), and counting from it would delay
+  every joiner's second heartbeat, the one that usually brings its partitions, by that much;
 * a leave heartbeat is tracked apart: its answer is consumed and ignored;
 * after an error the interval timer is cleared, so only the backoff gates the retry; fencing and
   coordinator moves reset the backoff. Every failure or coordinator change calls
@@ -111,6 +114,7 @@ class HeartbeatPacer:
         self._leave_request_ids: set[int] = set()
         self.interval_ms = settings.default_heartbeat_interval_ms
         self._next_interval_send_ms = 0
+        self._last_sent_ms = 0
         self._backoff_until_ms = 0
         self._lookup_not_before_ms = 0
         self._failed_attempts = 0
@@ -200,6 +204,7 @@ class HeartbeatPacer:
         """A (non-leave) heartbeat of any kind went out: one in flight, the interval restarts."""
         self._in_flight = request_id
         self._expedited = False
+        self._last_sent_ms = now_ms
         self._next_interval_send_ms = now_ms + self.interval_ms
 
     def mark_leave(self, request_id: int) -> None:
@@ -228,12 +233,12 @@ class HeartbeatPacer:
         return False
 
     def on_success(self, heartbeat_interval_ms: int, now_ms: int) -> None:
-        """The in-flight heartbeat succeeded."""
+        """The in-flight heartbeat succeeded; a new interval counts from when it was sent."""
         self._in_flight = None
         self._failed_attempts = 0
         if heartbeat_interval_ms > 0 and heartbeat_interval_ms != self.interval_ms:
             self.interval_ms = heartbeat_interval_ms
-            self._next_interval_send_ms = now_ms + heartbeat_interval_ms
+            self._next_interval_send_ms = self._last_sent_ms + heartbeat_interval_ms
 
     def on_failure(self, now_ms: int, *, reset_backoff: bool) -> None:
         """The in-flight heartbeat failed: full request next, retry after the backoff."""

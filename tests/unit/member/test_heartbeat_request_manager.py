@@ -115,6 +115,30 @@ def test_interval_from_the_response_is_used_and_non_positive_values_ignored() ->
     assert r.member.heartbeats.interval_ms == 8_000
 
 
+def test_a_new_interval_counts_from_the_send_not_from_a_slow_answer() -> None:
+    # The join's answer waits for the coordinator's log write; the next heartbeat (the one that
+    # usually brings a joiner its partitions) is due one interval after the join went out, as
+    # librdkafka counts it, not one interval after the answer.
+    r = MemberRig()
+    join = r.join()
+    r.advance(300)
+    r.handle(HeartbeatSucceeded(join.request_id, 1, 500))
+    r.poll()
+    assert r.member.state is MemberState.STABLE
+    r.advance(199)
+    assert not [c for c in r.poll() if isinstance(c, SendHeartbeat)]
+    r.advance(1)
+    assert [c for c in r.poll() if isinstance(c, SendHeartbeat)]
+
+
+def test_an_answer_slower_than_the_interval_lets_the_next_heartbeat_go_at_once() -> None:
+    r = MemberRig()
+    join = r.join()
+    r.advance(700)
+    r.handle(HeartbeatSucceeded(join.request_id, 1, 500))
+    assert [c for c in r.poll() if isinstance(c, SendHeartbeat)]
+
+
 def test_only_one_heartbeat_in_flight() -> None:
     r = MemberRig()
     r.join()
