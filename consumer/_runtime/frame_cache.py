@@ -43,7 +43,7 @@ class FrameCache:
         """``encode_request_frame(request, ...)``; an equal request reuses the previous frame."""
         api_key = int(request.__api_key__)
         last = self._requests.get(api_key)
-        if last is not None and last[1] == client_id and last[0] == request:
+        if last is not None and last[1] == client_id and (last[0] is request or last[0] == request):
             frame = bytearray(last[2])
             _CORRELATION_ID.pack_into(frame, _CORRELATION_ID_OFFSET, correlation_id)
             return bytes(frame)

@@ -16,11 +16,11 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 from consumer._runtime.cluster import ClusterClient
 from consumer._wire import (
     ApiKey,
+    HeartbeatRequestBuilder,
     NegotiatedVersions,
     OffsetCommitFields,
     OffsetFetchFields,
     OffsetToCommit,
-    build_heartbeat_request,
     build_offset_commit_request,
     build_offset_fetch_request,
     offsets_version,
@@ -72,6 +72,8 @@ class GroupRequests:
         self._group_id = group_id
         self._request_timeout_ms = request_timeout_ms
         self._topic_ids: dict[str, uuid.UUID] = {}
+        #: An idle member's equal heartbeats reuse one kio request.
+        self._heartbeats = HeartbeatRequestBuilder()
 
     @property
     def topic_ids(self) -> Mapping[str, uuid.UUID]:
@@ -87,7 +89,7 @@ class GroupRequests:
         """
 
         def build(versions: NegotiatedVersions) -> RequestPayload:
-            return build_heartbeat_request(
+            return self._heartbeats.build(
                 command.request, versions.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
             )
 

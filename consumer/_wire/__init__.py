@@ -40,6 +40,7 @@ from .group_describe import (
 from .heartbeat import (
     ConsumerGroupHeartbeatRequest,
     HeartbeatContent,
+    HeartbeatRequestBuilder,
     HeartbeatResult,
     OwnedTopicPartitions,
     build_heartbeat_request,
@@ -139,6 +140,7 @@ __all__ = [
     "FrameDecoder",
     "ConsumerGroupHeartbeatRequest",
     "HeartbeatContent",
+    "HeartbeatRequestBuilder",
     "HeartbeatResult",
     "NegotiatedVersions",
     "OffsetCommitFields",

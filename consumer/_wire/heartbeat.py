@@ -27,6 +27,7 @@ __all__ = [
     "ConsumerGroupHeartbeatRequest",
     "ConsumerGroupHeartbeatResponse",
     "HeartbeatContent",
+    "HeartbeatRequestBuilder",
     "HeartbeatResult",
     "OwnedTopicPartitions",
     "build_heartbeat_request",
@@ -143,6 +144,33 @@ def build_heartbeat_request(
         ),
         **version_fields,
     )
+
+
+class HeartbeatRequestBuilder:
+    """:func:`build_heartbeat_request` that returns the previous request again for equal
+    content at the same version.
+
+    An idle member's heartbeats carry the same fields every time (only what changed is sent),
+    so the kio request is built once and reused; kio entities are immutable, and so must
+    ``content`` be (the member's ``HeartbeatRequest`` is a frozen dataclass).
+    """
+
+    __slots__ = ("_content", "_request", "_version")
+
+    def __init__(self) -> None:
+        self._content: HeartbeatContent | None = None
+        self._version = -1
+        self._request: ConsumerGroupHeartbeatRequest | None = None
+
+    def build(self, content: HeartbeatContent, version: int) -> ConsumerGroupHeartbeatRequest:
+        """The request carrying ``content`` at ``version`` (raises as
+        :func:`build_heartbeat_request` does)."""
+        request = self._request
+        if request is not None and version == self._version and content == self._content:
+            return request
+        request = build_heartbeat_request(content, version)
+        self._content, self._version, self._request = content, version, request
+        return request
 
 
 def _sorted_i32(partitions: Collection[int]) -> tuple[i32, ...]:
