@@ -11,4 +11,5 @@ BENCHMARKS = (
     "delivery_latency",
     "member_cost",
     "share",
+    "scaling",
 )

@@ -85,6 +85,10 @@ def run_one(name: str, brokers: BrokerSet, args: argparse.Namespace) -> dict[str
             "throughput": share_throughput.run(brokers.fast(), size, repeat),
             "idle_cost": share_member_cost.run(brokers.fast(), size, 2 if size == "full" else 1),
         }
+    if name == "scaling":
+        from benchmarks import scaling
+
+        return scaling.run(brokers, size)
     raise ValueError(name)
 
 
