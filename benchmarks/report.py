@@ -9,6 +9,7 @@ from typing import Any
 from benchmarks.ab_report import idle_ab_section, latency_ab_section, leave_section
 from benchmarks.common import read_results
 from benchmarks.delivery_latency import section as delivery_section
+from benchmarks.scaling_report import scaling_section
 from benchmarks.share_report import share_headline, share_section
 
 MB_TARGET = 20.0
@@ -555,6 +556,7 @@ def write_report(results_dir: Path, docs_dir: Path) -> Path:
             "delivery_latency": delivery_section,
             "member_cost": _cost,
             "share": share_section,
+            "scaling": scaling_section,
             "leave": leave_section,
             "latency_ab": latency_ab_section,
             "idle_ab_500ms": lambda payload, out: idle_ab_section(
