@@ -88,7 +88,7 @@ def run_one(name: str, brokers: BrokerSet, args: argparse.Namespace) -> dict[str
     if name == "scaling":
         from benchmarks import scaling
 
-        return scaling.run(brokers, size)
+        return scaling.run(brokers, size, f"python -m benchmarks scaling --size {size}")
     raise ValueError(name)
 
 

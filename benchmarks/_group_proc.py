@@ -63,7 +63,7 @@ def main(spec: dict[str, Any]) -> None:
     import confluent_kafka  # noqa: F401 - loaded before the baseline, as every member needs it
 
     if spec["impl"] == "ours":
-        import consumer  # noqa: F401 - likewise
+        import consumer as _package  # noqa: F401 - likewise
 
         _patch_state_stamps()
     process = psutil.Process()
@@ -83,9 +83,9 @@ def main(spec: dict[str, Any]) -> None:
     for line in sys.stdin:
         command = line.strip()
         if command == "go" and not threads:
-            for name, consumer in consumers.items():
+            for name, member in consumers.items():
                 _constructing[0] = name
-                consumer.subscribe(
+                member.subscribe(
                     [spec["topic"]],
                     on_assign=_callback("assign", name),
                     on_revoke=_callback("revoke", name),

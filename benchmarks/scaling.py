@@ -43,7 +43,9 @@ from benchmarks.common import (
     BrokerSet,
     log,
     machine_facts,
+    read_results,
     summary,
+    topic_partitions,
     write_result,
 )
 from benchmarks.convergence import (
@@ -169,6 +171,19 @@ def _placement(names: list[str]) -> list[list[str]]:
     return [names[i : i + step] for i in range(0, len(names), step)]
 
 
+def _topic(bootstrap: str, name: str, partitions: int) -> str:
+    """``_ensure_topic``, patient: a loaded single broker may need minutes for 3,000 leaders."""
+    try:
+        return _ensure_topic(bootstrap, name, partitions)
+    except TimeoutError:
+        deadline = time.monotonic() + 300
+        while topic_partitions(bootstrap, name) != partitions:  # bounded predicate wait
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+        return name
+
+
 def _converge(group: Group, live: list[str], t0: float, timeout_s: float) -> dict[str, Any]:
     outcome = group.wait_converged(live, t0, timeout_s)
     outcome.pop("timeline", None)
@@ -219,9 +234,7 @@ def run_curve(profile: BrokerProfile, plan: Plan) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     capped: set[tuple[str, int]] = set()  # (impl, partitions) that hit the cap
     sizes = plan.curve
-    topics = {
-        p: _ensure_topic(profile.bootstrap, f"bench-scale-{p}", p) for p in {p for _, p in sizes}
-    }
+    topics = {p: _topic(profile.bootstrap, f"bench-scale-{p}", p) for p in {p for _, p in sizes}}
     for members, partitions in sizes:
         for impl in plan.curve_impls:
             if (impl, partitions) in capped:
@@ -263,7 +276,7 @@ def run_headline(
     profile: BrokerProfile, impls: tuple[str, ...], members: int, partitions: int, busy_ms: int
 ) -> list[dict[str, Any]]:
     """Cold join and rolling restart of busy members, one per process, every implementation."""
-    topic = _ensure_topic(profile.bootstrap, f"bench-head-{partitions}", partitions)
+    topic = _topic(profile.bootstrap, f"bench-head-{partitions}", partitions)
     rows: list[dict[str, Any]] = []
     for impl in impls:
         group = Group(profile, impl, topic, partitions)
@@ -338,59 +351,85 @@ PLANS = {
 }
 
 
-def run(brokers: BrokerSet, size: str) -> dict[str, Any]:
-    """Both parts; returns the JSON-ready result."""
+PARTS = ("headline", "curve")
+
+
+def run_part(brokers: BrokerSet, size: str, part: str, command: str) -> dict[str, Any]:
+    """One part (``headline`` or ``curve``) with its own conditions (time, load)."""
     plan = PLANS[size]
-    members, partitions = plan.headline
+    started, load = time.time(), list(os.getloadavg())
     fast = fast_profile(brokers.fast())
-    head = default_profile(brokers.default_timers()) if size == "full" else fast
-    return {
-        "members_per_process": MEMBERS_PER_PROCESS,
-        "classic_cap_s": CLASSIC_CAP_S,
-        "headline": {
+    if part == "headline":
+        members, partitions = plan.headline
+        head = default_profile(brokers.default_timers()) if size == "full" else fast
+        out: dict[str, Any] = {
             "members": members,
             "partitions": partitions,
             "busy_ms": plan.busy_ms,
             "heartbeat_ms": head.heartbeat_ms,
             "session_ms": head.session_ms,
             "rows": run_headline(head, plan.headline_impls, members, partitions, plan.busy_ms),
-        },
-        "curve": {
+        }
+    else:
+        out = {
             "heartbeat_ms": fast.heartbeat_ms,
             "session_ms": fast.session_ms,
             "window_s": plan.window_s,
             "rows": run_curve(fast, plan),
-        },
-    }
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Entry point."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.scaling")
-    parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
-    parser.add_argument("--size", choices=("smoke", "full"), default="full")
-    args = parser.parse_args(argv)
-    brokers = BrokerSet(fast_bootstrap=args.bootstrap)
-    started = time.time()
-    load = list(os.getloadavg())
-    try:
-        result = run(brokers, args.size)
-    finally:
-        brokers.close()
-    payload = {
-        "benchmark": "scaling",
-        "size": args.size,
-        "repeat": 1,
-        "command": f"python -m benchmarks.scaling --size {args.size}",
+        }
+    out["conditions"] = {
+        "command": command,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "duration_s": time.time() - started,
         "loadavg_before": load,
         "loadavg_after": list(os.getloadavg()),
-        "machine": machine_facts(),
-        "external_broker": args.bootstrap is not None,
-        "result": result,
     }
-    log(f"wrote {write_result(DEFAULT_RESULTS_DIR, 'scaling', payload)}")
+    return out
+
+
+def _frame(result: dict[str, Any]) -> dict[str, Any]:
+    return {"members_per_process": MEMBERS_PER_PROCESS, "classic_cap_s": CLASSIC_CAP_S, **result}
+
+
+def run(brokers: BrokerSet, size: str, command: str = "python -m benchmarks") -> dict[str, Any]:
+    """Both parts; returns the JSON-ready result."""
+    return _frame({part: run_part(brokers, size, part, command) for part in PARTS})
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: runs the parts asked for and merges each into ``results/scaling.json`` as soon
+    as it is done (the other part's earlier result of the same size is kept)."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scaling")
+    parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
+    parser.add_argument("--size", choices=("smoke", "full"), default="full")
+    parser.add_argument("--part", choices=PARTS, action="append", help="default: both")
+    args = parser.parse_args(argv)
+    command = "python -m benchmarks.scaling " + " ".join(
+        [f"--size {args.size}", *(f"--part {p}" for p in args.part or ())]
+    )
+    brokers = BrokerSet(fast_bootstrap=args.bootstrap)
+    started = time.time()
+    try:
+        for part in args.part or PARTS:
+            result = run_part(brokers, args.size, part, command)
+            previous = read_results(DEFAULT_RESULTS_DIR).get("scaling")
+            merged = previous["result"] if previous and previous["size"] == args.size else {}
+            payload = {
+                "benchmark": "scaling",
+                "size": args.size,
+                "repeat": 1,
+                "command": command,
+                "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+                "duration_s": time.time() - started,
+                "loadavg_before": result["conditions"]["loadavg_before"],
+                "loadavg_after": result["conditions"]["loadavg_after"],
+                "machine": machine_facts(),
+                "external_broker": args.bootstrap is not None,
+                "result": _frame({**merged, part: result}),
+            }
+            log(f"wrote {write_result(DEFAULT_RESULTS_DIR, 'scaling', payload)}")
+    finally:
+        brokers.close()
     return 0
 
 
