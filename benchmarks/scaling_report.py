@@ -110,6 +110,18 @@ def _plot_curve(rows: list[dict[str, Any]], out: Path) -> str:
     return path.name
 
 
+def _conditions(part: dict[str, Any]) -> str:
+    run = part.get("conditions")
+    if run is None:
+        return ""
+    before = ", ".join(f"{x:.2f}" for x in run["loadavg_before"])
+    after = ", ".join(f"{x:.2f}" for x in run["loadavg_after"])
+    return (
+        f"Run: `{run['command']}`, started {run['started_at']}, "
+        f"{run['duration_s'] / 60:.1f} min, load average {before} → {after}. "
+    )
+
+
 def _headline_lines(result: dict[str, Any], out: Path) -> list[str]:
     head = result["headline"]
     rows = head["rows"]
@@ -117,7 +129,7 @@ def _headline_lines(result: dict[str, Any], out: Path) -> list[str]:
     lines = [
         f"### KIP-848's headline: {head['members']} members, {head['partitions']:,} partitions",
         "",
-        f"Broker heartbeat interval {head['heartbeat_ms']} ms, session timeout "
+        f"{_conditions(head)}Broker heartbeat interval {head['heartbeat_ms']} ms, session timeout "
         f"{head['session_ms']} ms. Every member runs in its own process and is *busy*: each "
         f'loop turn calls `poll(0.1)` and then spends {head["busy_ms"]} ms "processing" (a '
         "sleep standing for writing the batch somewhere), so rebalance callbacks, and a classic "
@@ -170,8 +182,9 @@ def _curve_lines(result: dict[str, Any], out: Path) -> list[str]:
     lines = [
         "### Scaling: convergence and cost per member against group size",
         "",
-        f"Broker heartbeat interval {curve['heartbeat_ms']} ms, session timeout "
-        f"{curve['session_ms']} ms; idle members (`poll(0.1)` in a loop, no records). The N "
+        f"{_conditions(curve)}Broker heartbeat interval {curve['heartbeat_ms']} ms, "
+        f"session timeout {curve['session_ms']} ms; idle members (`poll(0.1)` in a loop, no "
+        "records). The N "
         f"members share processes, at most {result['members_per_process']} per process, one "
         "polling thread each; one extra member (the joiner) has its own process. *Cold join*: "
         "the N members subscribe at once. *Join*: the joiner subscribes (N → N+1). *Crash*: the "
@@ -209,7 +222,8 @@ def scaling_section(payload: dict[str, Any], out: Path) -> list[str]:
         "## Headline and scaling: KIP-848 against the classic protocol",
         "",
         f"`{payload['command']}` ({payload['size']} size, {payload['duration_s'] / 60:.1f} min, "
-        f"started {payload['started_at']}, load average {before} → {after}). Classic members "
+        f"started {payload['started_at']}, load average {before} → {after}; each part below "
+        "names its own run). Classic members "
         "are confluent-kafka with `group.protocol=classic` and `partition.assignment.strategy` "
         "`range` (eager) or `cooperative-sticky`; their `heartbeat.interval.ms` and "
         "`session.timeout.ms` equal the broker's KIP-848 heartbeat interval and session timeout, "
@@ -219,6 +233,8 @@ def scaling_section(payload: dict[str, Any], out: Path) -> list[str]:
         "as `LocalBroker` sets them. Convergence is as in the convergence section.",
         "",
     ]
-    lines += _headline_lines(result, out)
-    lines += _curve_lines(result, out)
+    if "headline" in result:
+        lines += _headline_lines(result, out)
+    if "curve" in result:
+        lines += _curve_lines(result, out)
     return lines
