@@ -137,7 +137,14 @@ def _headline_lines(result: dict[str, Any], out: Path) -> list[str]:
         "subscribe at once. *Rolling restart*: each member in turn calls `close()` and a "
         "replacement (already started, not yet subscribed) subscribes at once; the next step "
         "starts when the group converged. A step is timed from the start of `close()` until "
-        "convergence; the total is the sum of the steps.",
+        "convergence; the total is the sum of the steps. *Wall clock* is the whole rolling "
+        "restart including the harness's wait for the broker to describe the group as STABLE: "
+        "after a KIP-848 membership change every member must reach the new group epoch, which "
+        "each does on its next scheduled heartbeat (up to one interval) even when it keeps its "
+        "partitions, so that tail is in the wall clock but not in the steps. A KIP-848 step is "
+        "fast when the leave reaches the coordinator before the replacement's join (the "
+        "replacement gets exactly the freed partitions) and about one heartbeat interval when "
+        "the join comes first (the others must give partitions up on their next heartbeat).",
         "",
         "| implementation | cold join (s) | one restart, median (s) | min–max | "
         "whole rolling restart (s) | wall clock (s) | this / ours (rolling) |",
