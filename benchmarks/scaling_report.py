@@ -141,10 +141,11 @@ def _headline_lines(result: dict[str, Any], out: Path) -> list[str]:
         "restart including the harness's wait for the broker to describe the group as STABLE: "
         "after a KIP-848 membership change every member must reach the new group epoch, which "
         "each does on its next scheduled heartbeat (up to one interval) even when it keeps its "
-        "partitions, so that tail is in the wall clock but not in the steps. A KIP-848 step is "
-        "fast when the leave reaches the coordinator before the replacement's join (the "
-        "replacement gets exactly the freed partitions) and about one heartbeat interval when "
-        "the join comes first (the others must give partitions up on their next heartbeat).",
+        "partitions, so that tail is in the wall clock but not in the steps. KIP-848 steps are "
+        "bimodal (well under a second, or about one heartbeat interval); the likely cause, not "
+        "yet shown from the events: when the leave reaches the coordinator before the "
+        "replacement's join, the replacement gets exactly the freed partitions at once, and "
+        "when the join comes first the others must give partitions up on their next heartbeat.",
         "",
         "| implementation | cold join (s) | one restart, median (s) | min–max | "
         "whole rolling restart (s) | wall clock (s) | this / ours (rolling) |",
