@@ -153,7 +153,9 @@ def _headline_lines(result: dict[str, Any], out: Path) -> list[str]:
     ]
     for row in rows:
         steps = row["step_s"]
-        capped = f" (capped at {row['capped']['cap_s']:.0f} s)" if "capped" in row else ""
+        capped = "".join(
+            f" ({key}: {row[key]['error']})" for key in ("capped", "failed") if key in row
+        )
         versus = (
             f"{row['rolling_total_s'] / ours['rolling_total_s']:.1f}"
             if ours and ours["rolling_total_s"] and row["steps"]
@@ -208,8 +210,13 @@ def _curve_lines(result: dict[str, Any], out: Path) -> list[str]:
     ]
     for row in rows:
         cost = row.get("cost", {})
-        note = row.get("skipped") or (
-            f"capped in {row['capped']['phase']}" if "capped" in row else row.get("placement", "")
+        note = row.get("skipped") or "; ".join(
+            [row.get("placement", "")]
+            + [
+                f"{key} in {row[key]['phase']}: {row[key]['error']}"
+                for key in ("capped", "failed")
+                if key in row
+            ]
         )
         lines.append(
             f"| {row['members']} | {row['partitions']:,} | {LABELS[row['impl']]} | "
