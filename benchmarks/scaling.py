@@ -244,13 +244,13 @@ def run_curve(profile: BrokerProfile, plan: Plan) -> list[dict[str, Any]]:
                         "impl": impl,
                         "members": members,
                         "partitions": partitions,
-                        "skipped": "a smaller group already hit the cap",
+                        "skipped": "a smaller group already hit the cap or failed",
                     }
                 )
                 continue
             started = time.monotonic()
             point = run_curve_point(profile, impl, topics[partitions], partitions, members, plan)
-            if "capped" in point:
+            if "capped" in point or "failed" in point:
                 capped.add((impl, partitions))
             rows.append(
                 {
