@@ -12,4 +12,5 @@ BENCHMARKS = (
     "member_cost",
     "share",
     "aio_throughput",
+    "scaling",
 )

@@ -89,6 +89,11 @@ def run_one(name: str, brokers: BrokerSet, args: argparse.Namespace) -> dict[str
         from benchmarks import aio_throughput
 
         return aio_throughput.run(brokers.fast(), size, repeat)
+
+    if name == "scaling":
+        from benchmarks import scaling
+
+        return scaling.run(brokers, size, f"python -m benchmarks scaling --size {size}")
     raise ValueError(name)
 
 

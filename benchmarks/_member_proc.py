@@ -2,7 +2,8 @@
 
 ``python -m benchmarks._member_proc '<json spec>'``. The spec names the implementation
 (``ours``, ``confluent-848``, ``classic-coop``, ``classic-eager``), the bootstrap servers, group,
-topic and the classic timers. Protocol, one JSON object per line on stdout, ``at`` being
+topic, the classic timers and ``busy_ms`` (default 0: simulated processing per loop turn,
+see :func:`main`). Protocol, one JSON object per line on stdout, ``at`` being
 ``time.monotonic()`` (system-wide on Linux, so comparable with the parent's stamps):
 
 * ``{"ev": "ready"}`` once the consumer is built; then the child waits for ``go`` on stdin;
@@ -47,8 +48,8 @@ def _patch_state_stamps() -> None:
     BackgroundRuntime._publish = publish  # type: ignore[method-assign]
 
 
-def build(spec: dict[str, Any]) -> Any:
-    """The consumer ``spec`` asks for."""
+def build(spec: dict[str, Any], stamp_states: bool = True) -> Any:
+    """The consumer ``spec`` asks for (``stamp_states``: emit ours' state changes)."""
     config: dict[str, Any] = {
         "bootstrap.servers": spec["bootstrap"],
         "group.id": spec["group"],
@@ -57,7 +58,8 @@ def build(spec: dict[str, Any]) -> Any:
     }
     impl = spec["impl"]
     if impl == "ours":
-        _patch_state_stamps()
+        if stamp_states:
+            _patch_state_stamps()
         from consumer import Consumer
 
         return Consumer(config)
@@ -73,12 +75,21 @@ def build(spec: dict[str, Any]) -> Any:
             "partition.assignment.strategy": strategy,
             "session.timeout.ms": int(spec["session_ms"]),
             "heartbeat.interval.ms": int(spec["heartbeat_ms"]),
+            # The rebalance timeout of both protocols; set to librdkafka's (and ours') default,
+            # which the KIP-848 members use too, so every implementation gets the same one.
+            "max.poll.interval.ms": int(spec.get("max_poll_interval_ms", 300_000)),
         }
     )
 
 
 def main(spec: dict[str, Any]) -> None:
-    """Build, wait for ``go``, subscribe and poll until ``close``."""
+    """Build, wait for ``go``, subscribe and poll until ``close``.
+
+    With ``busy_ms`` > 0 every loop turn also spends that long "processing" (a sleep, standing for
+    an application that writes each batch somewhere before polling again): rebalance callbacks,
+    and a classic member's rejoin, then wait for the application's next ``poll()``.
+    """
+    busy_s = float(spec.get("busy_ms", 0)) / 1000
     consumer = build(spec)
     emit({"ev": "ready", "at": time.monotonic()})
     if sys.stdin.readline().strip() != "go":
@@ -108,6 +119,8 @@ def main(spec: dict[str, Any]) -> None:
     threading.Thread(target=read_commands, daemon=True).start()
     while not closing.is_set():
         consumer.poll(0.1)
+        if busy_s:
+            closing.wait(busy_s)  # simulated processing (a stand-in for work, not a sync)
     emit({"ev": "closing", "at": time.monotonic()})
     consumer.close()
     emit({"ev": "closed", "at": time.monotonic()})

@@ -99,6 +99,8 @@ class Group:
         self.children: dict[str, Child] = {}
         self.cond = threading.Condition()
         self.admin = admin_client(profile.bootstrap)
+        #: Extra fields for every member's spec (e.g. ``busy_ms``, used by benchmarks.scaling).
+        self.extra_spec: dict[str, Any] = {}
 
     # --- processes ------------------------------------------------------------------------
 
@@ -113,6 +115,7 @@ class Group:
                 "name": name,
                 "heartbeat_ms": self.profile.heartbeat_ms,
                 "session_ms": self.profile.session_ms,
+                **self.extra_spec,
             }
             process = subprocess.Popen(
                 [sys.executable, "-m", "benchmarks._member_proc", json.dumps(spec)],

@@ -10,6 +10,7 @@ from benchmarks import aio_throughput, metrics_ab
 from benchmarks.ab_report import idle_ab_section, latency_ab_section, leave_section
 from benchmarks.common import read_results
 from benchmarks.delivery_latency import section as delivery_section
+from benchmarks.scaling_report import scaling_section
 from benchmarks.share_report import share_headline, share_section
 
 MB_TARGET = 20.0
@@ -560,6 +561,7 @@ def write_report(results_dir: Path, docs_dir: Path) -> Path:
             "share": share_section,
             "aio_throughput": aio_throughput.section,
             "metrics_ab": metrics_ab.section,
+            "scaling": scaling_section,
             "leave": leave_section,
             "leave_5s": leave_section,
             "latency_ab": latency_ab_section,

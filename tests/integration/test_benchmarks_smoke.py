@@ -83,6 +83,7 @@ def test_every_result_file_and_the_doc_are_written(smoke_run: Path) -> None:
         "Headline",
         "Share groups",
         "AsyncConsumer throughput",
+        "Headline and scaling",
     ):
         assert heading in doc
     plots = list((smoke_run / "docs" / "benchmarks").glob("*.png"))
@@ -196,3 +197,27 @@ def test_aio_throughput_consumed_everything_sync_and_async(smoke_run: Path) -> N
             assert run["records_per_s"] > 0
         assert set(work["ratios"]) == {f"{aio}/{sync}" for aio, sync in PAIRS.items()}
         assert all(value > 0 for value in work["ratios"].values())
+
+
+def test_scaling_headline_and_curve_converged_for_every_implementation(smoke_run: Path) -> None:
+    from benchmarks.scaling import PLANS
+
+    plan = PLANS["smoke"]
+    result = _result(smoke_run, "scaling")
+    head = result["headline"]
+    assert [row["impl"] for row in head["rows"]] == list(plan.headline_impls)
+    for row in head["rows"]:
+        assert "capped" not in row, row
+        assert row["cold-join"]["converge_s"] >= 0
+        assert len(row["steps"]) == head["members"]
+    rows = result["curve"]["rows"]
+    assert {(r["impl"], r["members"], r["partitions"]) for r in rows} == {
+        (impl, m, p) for impl in plan.curve_impls for m, p in plan.curve
+    }
+    for row in rows:
+        assert "capped" not in row, row
+        for phase in ("cold-join", "join"):
+            assert row[phase]["converge_s"] >= 0, (phase, row)
+        assert row["cost"]["rss_mb_per_member"] > 0
+        assert row["cost"]["cpu_pct_per_member"] >= 0
+    assert (smoke_run / "docs" / "benchmarks" / "scaling_curve.png").is_file()
