@@ -101,7 +101,8 @@ class ProducedLog:
 
 
 class SteadyProducer(threading.Thread):
-    """Produces ``total`` records at an even pace over ``seconds`` (background thread)."""
+    """Produces ``total`` records at an even pace over ``seconds`` (background thread);
+    :meth:`finish` sends what is left at once (the faults it fed are over)."""
 
     def __init__(self, log: ProducedLog, total: int, seconds: float) -> None:
         super().__init__(name="steady-producer", daemon=True)
@@ -109,6 +110,13 @@ class SteadyProducer(threading.Thread):
         self.total = total
         self.seconds = seconds
         self.done = threading.Event()
+        self._unpaced = threading.Event()
+
+    def finish(self, timeout_s: float) -> None:
+        """Stop pacing: produce the records still due at once, and wait (at most
+        ``timeout_s``) until every one is acknowledged."""
+        self._unpaced.set()
+        self.join(timeout_s)
 
     def run(self) -> None:
         start = time.monotonic()
@@ -122,7 +130,7 @@ class SteadyProducer(threading.Thread):
             due = start + self.seconds * sent / self.total
             pause = due - time.monotonic()
             if pause > 0:
-                time.sleep(pause)  # pacing of the workload, not a wait for a condition
+                self._unpaced.wait(pause)  # pacing of the workload, not a wait for a condition
         self.log.flush(300.0)
         self.done.set()
 
