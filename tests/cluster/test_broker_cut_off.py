@@ -98,7 +98,7 @@ def test_coordinator_cut_off_from_members_shorter_and_longer_than_the_session(
     for member in cut:
         wait_until(lambda m=member: lost_after(m, long_start), 10, f"on_lost of {member.name}")
 
-    producer.join(120)
+    producer.finish(120)
     assert producer.done.is_set(), "the producer did not finish"
     unknown_offsets = produced.resolve_unknown_offsets()
     fleet.wait_all_processed(produced, 120)

@@ -84,7 +84,7 @@ def test_consumer_group_through_rolling_restart_coordinator_kill_and_broker_paus
         f"coordinator now {cluster.coordinator_of(fleet.group)}"
     )
 
-    producer.join(300)
+    producer.finish(300)
     assert producer.done.is_set(), "the producer did not finish"
     unknown_offsets = produced.resolve_unknown_offsets()
     fleet.wait_all_processed(produced, 120)

@@ -95,7 +95,7 @@ def test_group_through_active_controller_kill_with_a_join_and_a_leader_kill(
     converged_up_s = fleet.wait_converged(CONVERGE_S)
     quorum_after = cluster.active_controller()
 
-    producer.join(120)
+    producer.finish(120)
     assert producer.done.is_set(), "the producer did not finish"
     unknown_offsets = produced.resolve_unknown_offsets()
     fleet.wait_all_processed(produced, 120)

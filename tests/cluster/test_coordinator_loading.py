@@ -61,7 +61,7 @@ def test_coordinator_answering_load_in_progress_for_half_the_session(
     fleet.fault("load_in_progress", None, start, end)
     stable_after_s = fleet.wait_converged(CONVERGE_S)
 
-    producer.join(120)
+    producer.finish(120)
     assert producer.done.is_set(), "the producer did not finish"
     unknown_offsets = produced.resolve_unknown_offsets()
     fleet.wait_all_processed(produced, 120)
