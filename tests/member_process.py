@@ -32,7 +32,9 @@ one JSON-lines file, one flushed line per event, so a SIGKILL loses at most a to
   own stamps), ``revoke_start``/``lost_start`` (partitions), ``value`` (partition, offset, value
   of each record), ``error`` (``error_cb``), ``commit_failed``, ``exception`` (raised by
   ``consume()``), ``slow_revoke``, ``late_commit``, ``gap``, ``connect`` (ours only: each
-  connection attempt of the control plane), ``member_id``, ``closed``.
+  connection attempt of the control plane), ``member_id``, ``closed``, ``started`` (the
+  consumer is built, just before ``subscribe()``: what came before is the process's start),
+  ``commit_start`` (each commit call as it begins; only with ``KGM_MEMBER_LIBRDKAFKA_DEBUG``).
 """
 
 from __future__ import annotations
@@ -302,6 +304,7 @@ class Member:
     # -- main loop ---------------------------------------------------------------------------
 
     def run(self) -> int:
+        self.side("started", impl=self.spec.get("impl", OURS))  # interpreter up, consumer built
         self.consumer.subscribe(
             self.spec["topics"],
             on_assign=self.on_assign,
