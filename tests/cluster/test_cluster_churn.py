@@ -115,6 +115,7 @@ def test_cluster_churn(
         max_by_kind={k: round(max(v), 1) for k, v in churn.to_stable.items()},
         duplicate_causes=dict(causes),
         drain_s=round(drained, 1),
+        producer_pace_cut_s=round(producer.pace_cut_s, 1),
         acked_without_offset=unknown_offsets,
         commits_in_log=len(logged),
         commit_regressions_in_log=len(logged_regressions(logged)),

@@ -108,6 +108,7 @@ def test_group_through_active_controller_kill_with_a_join_and_a_leader_kill(
     result.extra.update(
         controller=f"{old_controller}->{new_controller} in {failover_s:.1f} s",
         leaders_moved_s=round(leaders_moved_s, 1),
+        producer_pace_cut_s=round(producer.pace_cut_s, 1),
         stable_while_down_s=round(converged_down_s, 1),
         stable_after_restart_s=round(converged_up_s, 1),
         duplicate_causes=dict(causes),

@@ -77,6 +77,7 @@ def test_coordinator_answering_load_in_progress_for_half_the_session(
     every_interval = len(SLOTS) * LOADING_S * 1000 / HEARTBEAT_MS
     result.extra.update(
         loading_s=LOADING_S,
+        producer_pace_cut_s=round(producer.pace_cut_s, 1),
         answered=answered,
         answered_at_the_heartbeat_rate=round(every_interval),
         processed_while_loading=processed_during,

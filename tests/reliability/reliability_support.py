@@ -111,15 +111,19 @@ class SteadyProducer(threading.Thread):
         self.seconds = seconds
         self.done = threading.Event()
         self._unpaced = threading.Event()
+        self._start = time.monotonic()
+        #: Seconds of pace :meth:`finish` cut (what waiting for the producer would have cost).
+        self.pace_cut_s = 0.0
 
     def finish(self, timeout_s: float) -> None:
         """Stop pacing: produce the records still due at once, and wait (at most
         ``timeout_s``) until every one is acknowledged."""
+        self.pace_cut_s = max(0.0, self._start + self.seconds - time.monotonic())
         self._unpaced.set()
         self.join(timeout_s)
 
     def run(self) -> None:
-        start = time.monotonic()
+        start = self._start = time.monotonic()
         chunk = max(1, self.total // max(1, int(self.seconds * 10)))
         sent = 0
         while sent < self.total:
