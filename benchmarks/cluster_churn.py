@@ -53,6 +53,7 @@ def run_one(size: str, impl: str, seed: int, out: Path) -> int:
         "KGM_RELIABILITY_SEED": str(seed),
         "KGM_CLUSTER_CHURN_RESULT": str(out),
     }
+    out.unlink(missing_ok=True)  # a run that fails before its figures must not stamp old ones
     started = time.monotonic()
     test = "tests/cluster/test_cluster_churn.py"
     code = subprocess.call(

@@ -32,7 +32,9 @@ one JSON-lines file, one flushed line per event, so a SIGKILL loses at most a to
   own stamps), ``revoke_start``/``lost_start`` (partitions), ``value`` (partition, offset, value
   of each record), ``error`` (``error_cb``), ``commit_failed``, ``exception`` (raised by
   ``consume()``), ``slow_revoke``, ``late_commit``, ``gap``, ``connect`` (ours only: each
-  connection attempt of the control plane), ``member_id``, ``closed``.
+  connection attempt of the control plane), ``member_id``, ``closed``, ``started`` (the
+  consumer is built, just before ``subscribe()``: what came before is the process's start),
+  ``commit_start`` (each commit call as it begins; only with ``KGM_MEMBER_LIBRDKAFKA_DEBUG``).
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ from consumer.testing.timeline_events import wall_clock_ms
 from tests.support import OURS, build_consumer
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+#: Diagnostics: librdkafka ``debug`` contexts (e.g. ``cgrp,consumer,protocol``) for confluent
+#: members, logged to the member's stderr; when set, every member also records a
+#: ``commit_start`` side event as each commit call begins.
+LIBRDKAFKA_DEBUG_ENV = "KGM_MEMBER_LIBRDKAFKA_DEBUG"
 
 
 def spawn(spec: Mapping[str, Any], stderr_path: Path) -> subprocess.Popen[bytes]:
@@ -151,6 +157,9 @@ class Member:
         if impl == OURS:
             config["on_state_change"] = self.on_state_change
             self._count_control_plane_connects()
+        elif os.environ.get(LIBRDKAFKA_DEBUG_ENV):
+            config["debug"] = os.environ[LIBRDKAFKA_DEBUG_ENV]  # logged to the member's stderr
+        self.trace_commits = bool(os.environ.get(LIBRDKAFKA_DEBUG_ENV))
         self.consumer = build_consumer(config, impl)
 
     def _count_control_plane_connects(self) -> None:
@@ -247,6 +256,12 @@ class Member:
         offsets = [TopicPartition(t, p, self.positions[(t, p)]) for t, p in keys]
         if not offsets:
             return
+        if self.trace_commits:
+            self.side(
+                "commit_start",
+                where=where,
+                partitions=[[tp.topic, tp.partition, tp.offset] for tp in offsets],
+            )
         try:
             result = self.consumer.commit(offsets=offsets, asynchronous=False)
         except Exception as exc:  # noqa: BLE001 - a refused commit is an outcome to record
@@ -289,6 +304,7 @@ class Member:
     # -- main loop ---------------------------------------------------------------------------
 
     def run(self) -> int:
+        self.side("started", impl=self.spec.get("impl", OURS))  # interpreter up, consumer built
         self.consumer.subscribe(
             self.spec["topics"],
             on_assign=self.on_assign,

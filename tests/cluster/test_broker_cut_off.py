@@ -98,7 +98,7 @@ def test_coordinator_cut_off_from_members_shorter_and_longer_than_the_session(
     for member in cut:
         wait_until(lambda m=member: lost_after(m, long_start), 10, f"on_lost of {member.name}")
 
-    producer.join(120)
+    producer.finish(120)
     assert producer.done.is_set(), "the producer did not finish"
     unknown_offsets = produced.resolve_unknown_offsets()
     fleet.wait_all_processed(produced, 120)
@@ -109,6 +109,7 @@ def test_coordinator_cut_off_from_members_shorter_and_longer_than_the_session(
     causes = cluster_duplicate_causes(fleet, REBALANCE_MS, [])
     result.extra.update(
         coordinator=coordinator,
+        producer_pace_cut_s=round(producer.pace_cut_s, 1),
         long_cut_s=round(cut_s, 1),
         stable_after_heal_s=round(recovered_s, 1),
         cut_member_states=[states_of(m, long_start) for m in cut],

@@ -84,7 +84,7 @@ def test_consumer_group_through_rolling_restart_coordinator_kill_and_broker_paus
         f"coordinator now {cluster.coordinator_of(fleet.group)}"
     )
 
-    producer.join(300)
+    producer.finish(300)
     assert producer.done.is_set(), "the producer did not finish"
     unknown_offsets = produced.resolve_unknown_offsets()
     fleet.wait_all_processed(produced, 120)
@@ -95,6 +95,7 @@ def test_consumer_group_through_rolling_restart_coordinator_kill_and_broker_paus
     times = [t for values in faults.to_stable.values() for t in values]
     result.extra.update(
         to_stable_median_max=figures(times),
+        producer_pace_cut_s=round(producer.pace_cut_s, 1),
         duplicate_causes=dict(causes),
         acked_without_offset=unknown_offsets,
     )

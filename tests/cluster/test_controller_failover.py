@@ -95,7 +95,7 @@ def test_group_through_active_controller_kill_with_a_join_and_a_leader_kill(
     converged_up_s = fleet.wait_converged(CONVERGE_S)
     quorum_after = cluster.active_controller()
 
-    producer.join(120)
+    producer.finish(120)
     assert producer.done.is_set(), "the producer did not finish"
     unknown_offsets = produced.resolve_unknown_offsets()
     fleet.wait_all_processed(produced, 120)
@@ -108,6 +108,7 @@ def test_group_through_active_controller_kill_with_a_join_and_a_leader_kill(
     result.extra.update(
         controller=f"{old_controller}->{new_controller} in {failover_s:.1f} s",
         leaders_moved_s=round(leaders_moved_s, 1),
+        producer_pace_cut_s=round(producer.pace_cut_s, 1),
         stable_while_down_s=round(converged_down_s, 1),
         stable_after_restart_s=round(converged_up_s, 1),
         duplicate_causes=dict(causes),

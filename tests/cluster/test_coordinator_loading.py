@@ -61,7 +61,7 @@ def test_coordinator_answering_load_in_progress_for_half_the_session(
     fleet.fault("load_in_progress", None, start, end)
     stable_after_s = fleet.wait_converged(CONVERGE_S)
 
-    producer.join(120)
+    producer.finish(120)
     assert producer.done.is_set(), "the producer did not finish"
     unknown_offsets = produced.resolve_unknown_offsets()
     fleet.wait_all_processed(produced, 120)
@@ -77,6 +77,7 @@ def test_coordinator_answering_load_in_progress_for_half_the_session(
     every_interval = len(SLOTS) * LOADING_S * 1000 / HEARTBEAT_MS
     result.extra.update(
         loading_s=LOADING_S,
+        producer_pace_cut_s=round(producer.pace_cut_s, 1),
         answered=answered,
         answered_at_the_heartbeat_rate=round(every_interval),
         processed_while_loading=processed_during,

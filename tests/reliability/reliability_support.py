@@ -101,7 +101,8 @@ class ProducedLog:
 
 
 class SteadyProducer(threading.Thread):
-    """Produces ``total`` records at an even pace over ``seconds`` (background thread)."""
+    """Produces ``total`` records at an even pace over ``seconds`` (background thread);
+    :meth:`finish` sends what is left at once (the faults it fed are over)."""
 
     def __init__(self, log: ProducedLog, total: int, seconds: float) -> None:
         super().__init__(name="steady-producer", daemon=True)
@@ -109,9 +110,20 @@ class SteadyProducer(threading.Thread):
         self.total = total
         self.seconds = seconds
         self.done = threading.Event()
+        self._unpaced = threading.Event()
+        self._start = time.monotonic()
+        #: Seconds of pace :meth:`finish` cut (what waiting for the producer would have cost).
+        self.pace_cut_s = 0.0
+
+    def finish(self, timeout_s: float) -> None:
+        """Stop pacing: produce the records still due at once, and wait (at most
+        ``timeout_s``) until every one is acknowledged."""
+        self.pace_cut_s = max(0.0, self._start + self.seconds - time.monotonic())
+        self._unpaced.set()
+        self.join(timeout_s)
 
     def run(self) -> None:
-        start = time.monotonic()
+        start = self._start = time.monotonic()
         chunk = max(1, self.total // max(1, int(self.seconds * 10)))
         sent = 0
         while sent < self.total:
@@ -122,7 +134,7 @@ class SteadyProducer(threading.Thread):
             due = start + self.seconds * sent / self.total
             pause = due - time.monotonic()
             if pause > 0:
-                time.sleep(pause)  # pacing of the workload, not a wait for a condition
+                self._unpaced.wait(pause)  # pacing of the workload, not a wait for a condition
         self.log.flush(300.0)
         self.done.set()
 
