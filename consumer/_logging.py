@@ -29,7 +29,46 @@ def log_to(logger: AnyLogger | None) -> None:
     _BOUND.set(logger)
 
 
-class RoutedLogger(logging.LoggerAdapter[logging.Logger]):
+class _ForwardingAdapter(logging.LoggerAdapter[logging.Logger]):
+    """A ``LoggerAdapter`` that hands each record to the logger :meth:`destination` names for
+    its level (``None``: the record is not written), one stack level up, so the record names
+    our caller as its origin."""
+
+    def destination(self, level: int) -> AnyLogger | None:
+        """Where a record of ``level`` logged now would go."""
+        raise NotImplementedError
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - the logging API's name
+        """Whether a record of ``level`` would be written where it would go."""
+        target = self.destination(level)
+        return target is not None and target.isEnabledFor(level)
+
+    def log(
+        self,
+        level: int,
+        msg: object,
+        *args: object,
+        exc_info: logging._ExcInfoType = None,
+        stack_info: bool = False,
+        stacklevel: int = 1,
+        extra: Mapping[str, object] | None = None,
+        **kwargs: object,
+    ) -> None:
+        """Log to :meth:`destination`'s logger, if any."""
+        target = self.destination(level)
+        if target is not None:
+            target.log(
+                level,
+                msg,
+                *args,
+                exc_info=exc_info,
+                stack_info=stack_info,
+                stacklevel=stacklevel + 1,
+                extra=extra,
+            )
+
+
+class RoutedLogger(_ForwardingAdapter):
     """A module's logger that writes to the logger bound by :func:`log_to`, if any.
 
     It has the whole ``LoggerAdapter`` API (``debug`` ... ``exception``, ``isEnabledFor``); the
@@ -44,31 +83,9 @@ class RoutedLogger(logging.LoggerAdapter[logging.Logger]):
         """Where a record logged now would go."""
         return _BOUND.get() or self.logger
 
-    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - the logging API's name
-        """Whether a record of ``level`` would be written by :attr:`target`."""
-        return self.target.isEnabledFor(level)
-
-    def log(
-        self,
-        level: int,
-        msg: object,
-        *args: object,
-        exc_info: logging._ExcInfoType = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-        extra: Mapping[str, object] | None = None,
-        **kwargs: object,
-    ) -> None:
-        """Log to :attr:`target` (one stack level up, so the record names our caller)."""
-        self.target.log(
-            level,
-            msg,
-            *args,
-            exc_info=exc_info,
-            stack_info=stack_info,
-            stacklevel=stacklevel + 1,
-            extra=extra,
-        )
+    def destination(self, level: int) -> AnyLogger:
+        """:attr:`target`, whatever the level."""
+        return self.target
 
 
 def routed_logger(name: str) -> RoutedLogger:
@@ -76,7 +93,7 @@ def routed_logger(name: str) -> RoutedLogger:
     return RoutedLogger(name)
 
 
-class WithoutDebugRecords(logging.LoggerAdapter[logging.Logger]):
+class WithoutDebugRecords(_ForwardingAdapter):
     """The ``logger`` key's logger for records of INFO and above; DEBUG records are not written.
 
     librdkafka writes debug records to ``logger`` only for the contexts named in its ``debug``
@@ -90,29 +107,6 @@ class WithoutDebugRecords(logging.LoggerAdapter[logging.Logger]):
         super().__init__(logger if isinstance(logger, logging.Logger) else logger.logger, None)
         self.user_logger = logger
 
-    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - the logging API's name
-        """Whether a record of ``level`` would be written (never below INFO)."""
-        return level >= logging.INFO and self.user_logger.isEnabledFor(level)
-
-    def log(
-        self,
-        level: int,
-        msg: object,
-        *args: object,
-        exc_info: logging._ExcInfoType = None,
-        stack_info: bool = False,
-        stacklevel: int = 1,
-        extra: Mapping[str, object] | None = None,
-        **kwargs: object,
-    ) -> None:
-        """Log to the user's logger, records of INFO and above only."""
-        if level >= logging.INFO:
-            self.user_logger.log(
-                level,
-                msg,
-                *args,
-                exc_info=exc_info,
-                stack_info=stack_info,
-                stacklevel=stacklevel + 1,
-                extra=extra,
-            )
+    def destination(self, level: int) -> AnyLogger | None:
+        """The user's logger for INFO and above; nowhere for DEBUG."""
+        return self.user_logger if level >= logging.INFO else None
