@@ -46,8 +46,10 @@ def _plot_headline(rows: list[dict[str, Any]], out: Path) -> str:
         ("whole rolling restart", lambda r: r["rolling_total_s"] if r["steps"] else None),
     )
     width = 0.8 / len(rows)
+    positive = False
     for index, row in enumerate(rows):
         values = [get(row) for _, get in bars]
+        positive = positive or any(v is not None and v > 0 for v in values)
         xs = [b + (index - (len(rows) - 1) / 2) * width for b in range(len(bars))]
         heights = [v if v else 0.0 for v in values]
         ax.bar(xs, heights, width, color=_COLORS[row["impl"]], label=LABELS[row["impl"]])
@@ -55,7 +57,8 @@ def _plot_headline(rows: list[dict[str, Any]], out: Path) -> str:
             if value:
                 ax.annotate(f"{value:.1f}", (x, value), ha="center", va="bottom", fontsize=7)
     ax.set_xticks(range(len(bars)), [label for label, _ in bars])
-    ax.set_yscale("log")
+    if positive:  # a log axis needs a positive value (a smoke run may time nothing above 0)
+        ax.set_yscale("log")
     ax.set_ylabel("seconds until converged (log)")
     ax.legend(fontsize=7)
     fig.tight_layout()
@@ -80,12 +83,17 @@ def _plot_curve(rows: list[dict[str, Any]], out: Path) -> str:
         ("MB resident per member", lambda r: r.get("cost", {}).get("rss_mb_per_member")),
     )
     for ax, (title, get) in zip(axes, panels, strict=True):
+        log_scale = "(log)" in title
+        plotted = False
         for impl in IMPLEMENTATIONS:
             for count in partitions:
                 mine = [r for r in rows if r["impl"] == impl and r["partitions"] == count]
                 points = [(r["members"], get(r)) for r in mine if get(r) is not None]
+                if log_scale:  # a zero (e.g. no CPU tick in a short window) has no place on it
+                    points = [(x, y) for x, y in points if y > 0]
                 if not points:
                     continue
+                plotted = True
                 xs, ys = zip(*points, strict=True)
                 ax.plot(
                     xs,
@@ -100,7 +108,7 @@ def _plot_curve(rows: list[dict[str, Any]], out: Path) -> str:
         counts = sorted({r["members"] for r in rows})
         ax.set_xticks(counts, [str(c) for c in counts])
         ax.minorticks_off()
-        if "(log)" in title:
+        if log_scale and plotted:
             ax.set_yscale("log")
     axes[0].legend(fontsize=6)
     fig.tight_layout()
