@@ -36,6 +36,10 @@ START_AT_END = OFFSET_END
 TopicPartitionKey = tuple[str, int]
 #: Bound of the one metadata request that warms a new topic (see DataPlane._warm_metadata).
 _METADATA_WARMUP_TIMEOUT_S = 5.0
+#: Bound of the ListOffsets that turns logical start offsets into absolute ones (see
+#: DataPlane._resolve_logical); past it the logical offsets go to librdkafka as they are.
+_RESOLVE_TIMEOUT_S = 2.0
+_LOGICAL_STARTS = frozenset({START_AT_BEGINNING, START_AT_END})
 
 
 class DataPlane:
@@ -71,9 +75,40 @@ class DataPlane:
             if (topic, partition) not in self._assigned
         ]
         self._warm_metadata(tp.topic for tp in partitions if tp.offset < 0)
+        self._resolve_logical([tp for tp in partitions if tp.offset in _LOGICAL_STARTS])
         if partitions:
             self._consumer.incremental_assign(partitions)
             self._assigned.update((tp.topic, tp.partition) for tp in partitions)
+
+    def _resolve_logical(self, partitions: list[TopicPartition]) -> None:
+        """Replace OFFSET_BEGINNING / OFFSET_END by the absolute offsets they stand for now.
+
+        librdkafka resolves a logical start offset with a ListOffsets of its own, and that
+        lookup outlives ``incremental_unassign``: when a partition is unassigned before it
+        finishes (a rebalance that moves it on at once) and assigned again later at an absolute
+        offset (the committed offset its next owner left), the stale lookup lands about half
+        a second later and moves the fetch back to the beginning (or the end). Records are
+        then redelivered (or skipped) on a clean handover; librdkafka 2.16.0, reproduced by
+        ``tests/integration/test_dataplane_reassign.py``. An absolute offset needs no lookup.
+        One ListOffsets for all of them (earliest: -2, latest: -1, at the data plane's
+        isolation level, as librdkafka's own reset uses); on an error the logical offsets stay.
+        """
+        if not partitions:
+            return
+        query = [TopicPartition(tp.topic, tp.partition, tp.offset) for tp in partitions]
+        try:
+            found = self._consumer.offsets_for_times(query, timeout=_RESOLVE_TIMEOUT_S)
+        except KafkaException:
+            return
+        resolved = {
+            (tp.topic, tp.partition): tp.offset
+            for tp in found
+            if tp.error is None and tp.offset >= 0
+        }
+        for tp in partitions:
+            offset = resolved.get((tp.topic, tp.partition))
+            if offset is not None:
+                tp.offset = offset
 
     def _warm_metadata(self, topics: Iterable[str]) -> None:
         """Fetch metadata once for topics about to start at a logical offset.
