@@ -149,6 +149,22 @@ class AssignmentManager:
         """The owned partitions, by name, sorted."""
         return name_partitions(self.current, self.topic_names)
 
+    @property
+    def reported_owned(self) -> frozenset[TopicIdPartition]:
+        """What heartbeats report as owned: the owned partitions, the target's, and those of
+        the running round (which may still hand them to the application).
+
+        The coordinator releases a partition pending revocation as soon as a heartbeat leaves
+        it out. Reporting only the reconciled partitions (as Java does) lets a full heartbeat
+        sent mid-round (after any error) release partitions this member is about to pass to
+        ``on_assign``, with committed offsets fetched before the next owner commits: both then
+        process the same records. Reporting more only delays a release until the member has
+        revoked (the coordinator uses the owned set for nothing else).
+        """
+        rnd = self.round
+        pending = self.target if rnd is None else self.target | rnd.resolved
+        return self.current if pending <= self.current else self.current | pending
+
     def target_reached(self) -> bool:
         """True when the owned assignment is the whole target at the target's local epoch."""
         return self.target == self.current and self.target_local_epoch == self.current_local_epoch

@@ -114,9 +114,10 @@ class MemberEffects:
         return self._topic_regex
 
     @property
-    def owned_ids(self) -> frozenset[TopicIdPartition]:
-        """The owned partitions, by topic id."""
-        return self.assignment.current
+    def reported_owned_ids(self) -> frozenset[TopicIdPartition]:
+        """The partitions heartbeats report as owned, by topic id (see
+        :attr:`AssignmentManager.reported_owned`)."""
+        return self.assignment.reported_owned
 
     @property
     def owned_local_epoch(self) -> int:

@@ -16,9 +16,11 @@ Scheduling (Java ``AbstractHeartbeatRequestManager``; the pacing is the generic
 Field inclusion (reference B.1, Java column): GroupId, MemberId and MemberEpoch always; InstanceId
 on every heartbeat when configured; RackId only while JOINING; RebalanceTimeoutMs, the subscription
 and ServerAssignor while JOINING or when they differ from what was last sent; TopicPartitions empty
-while JOINING, otherwise when the owned partitions or their local epoch differ from what was last
-sent. Any failure or coordinator change forgets what was sent, so the next heartbeat is a full
-request.
+while JOINING, otherwise when the reported partitions or their local epoch differ from what was last
+sent. The reported partitions are the owned ones plus any the member may still hand to the
+application (its target, a running round's), so that a full request sent mid-round cannot release
+partitions about to reach ``on_assign`` (Java reports only the reconciled ones).
+Any failure or coordinator change forgets what was sent, so the next heartbeat is a full request.
 """
 
 from __future__ import annotations
@@ -63,8 +65,9 @@ class HeartbeatSource(Protocol):
         """Subscribed regex (None with a name subscription)."""
 
     @property
-    def owned_ids(self) -> frozenset[TopicIdPartition]:
-        """The owned partitions, by topic id."""
+    def reported_owned_ids(self) -> frozenset[TopicIdPartition]:
+        """The partitions to report as owned, by topic id: the owned ones and any the member
+        may still hand to the application (target, running round)."""
 
     @property
     def owned_local_epoch(self) -> int:
@@ -124,7 +127,9 @@ class HeartbeatRequestManager(HeartbeatPacer):
             sent is None or sent.server_assignor != config.server_assignor
         ):
             assignor = config.server_assignor
-        owned: tuple[TopicPartitions, ...] = () if joining else group_by_topic(source.owned_ids)
+        owned: tuple[TopicPartitions, ...] = (
+            () if joining else group_by_topic(source.reported_owned_ids)
+        )
         local_epoch = 0 if joining else source.owned_local_epoch
         topic_partitions: tuple[TopicPartitions, ...] | None = owned
         if (
