@@ -15,8 +15,9 @@ Started by :func:`spawn` (``python -m tests.member_process SPEC``); read back by
   recorded and the member goes on until one is fatal or 20 have been raised);
 * the faults of the reliability tier: ``revoke_delay_s``, ``slow_revoke_trigger`` and
   ``slow_revoke_s`` (a slow ``on_revoke``), ``late_commit_revoked`` (commit revoked partitions
-  afterwards), ``assign_raise_once`` (``on_assign`` raises once), ``poll_gaps_s`` (no poll for
-  that long, once STABLE).
+  afterwards), ``assign_raise_once`` (``on_assign`` raises once), ``hold_first_assign_file``
+  (the first ``on_assign`` with partitions returns only once that file exists), ``poll_gaps_s``
+  (no poll for that long, once STABLE).
 
 The member subscribes, consumes in batches, processes each record (records it), commits as
 ``commit`` says, and stops on SIGTERM with ``close()`` (a graceful leave). Everything goes to
@@ -150,6 +151,7 @@ class Member:
         self.owned: set[tuple[str, int]] = set()
         self.stop = threading.Event()
         self.assign_raised = False
+        self.assign_held = False
         self.revoked_pending: list[tuple[str, int, int]] = []
         self.stable_seen = threading.Event()
         impl = spec.get("impl", OURS)
@@ -211,6 +213,14 @@ class Member:
                 continue
             self.owned.add(key)
             self.timeline.assigned(self.name, tp.topic, tp.partition)
+        hold = self.spec.get("hold_first_assign_file")
+        if hold and partitions and not self.assign_held:
+            self.assign_held = True
+            self.side("assign_hold", phase="start")
+            deadline = time.monotonic() + 120
+            while not os.path.exists(hold) and time.monotonic() < deadline:
+                time.sleep(0.02)  # the deliberate fault: on_assign runs until the test says
+            self.side("assign_hold", phase="end")
         if self.spec.get("assign_raise_once") and not self.assign_raised and partitions:
             self.assign_raised = True
             raise RuntimeError("on_assign failed on purpose (reliability test)")
