@@ -4,9 +4,10 @@ The librdkafka consumer comes from :mod:`consumer._client.librdkafka`. It never 
 never commits: the member does that with its epoch (or, for manually assigned partitions, as a
 non-member). Partitions are added and removed with ``incremental_assign`` /
 ``incremental_unassign`` at explicit start offsets (the committed offset the member fetched, or
-the logical beginning/end the reset policy names), so librdkafka never consults a group for the
-member's partitions; only a manually assigned partition given without an offset starts at
-``OFFSET_STORED``, which librdkafka resolves with an OffsetFetch, as confluent-kafka does.
+the beginning/end the reset policy names, looked up first: see ``DataPlane._resolve_logical``),
+so librdkafka never consults a group for the member's partitions; only a manually assigned
+partition given without an offset starts at ``OFFSET_STORED``, which librdkafka resolves with an
+OffsetFetch, as confluent-kafka does.
 
 librdkafka refuses to create a consumer without a ``group.id`` even in assign mode; the group id
 it is given is the member's, but it neither joins that group nor commits to it.
