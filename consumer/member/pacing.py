@@ -140,6 +140,11 @@ class HeartbeatPacer:
             return None
         return self._lookup_not_before_ms
 
+    def look_up_without_backoff(self, now_ms: int) -> None:
+        """The member starts heartbeating: a pending lookup goes out now, not after the backoff
+        of failures while it was silent (a join looks the coordinator up at once, as before)."""
+        self._lookup_not_before_ms = min(self._lookup_not_before_ms, now_ms)
+
     def on_lookup_failed(self, now_ms: int) -> None:
         """A coordinator lookup failed: the next one waits for the (growing) backoff."""
         self.on_failure(now_ms, reset_backoff=False)
@@ -182,7 +187,7 @@ class HeartbeatPacer:
     def due(self, now_ms: int, info: StateInfo) -> tuple[list[FindCoordinator], bool]:
         """The coordinator lookup to ask for now, and whether a heartbeat is due now, in a state
         described by ``info``."""
-        if info.heartbeats is Heartbeats.NONE:
+        if not finds_coordinator(info):
             return [], False
         lookups: list[FindCoordinator] = []
         if self.should_request_coordinator(now_ms):
@@ -260,3 +265,9 @@ class HeartbeatPacer:
         self._backoff_until_ms = now_ms
         self._next_interval_send_ms = now_ms
         self._expedited = False
+
+
+def finds_coordinator(info: StateInfo) -> bool:
+    """Whether a state described by ``info`` looks the coordinator up: every state with
+    heartbeats, and those without that ask for it (``StateInfo.finds_coordinator``)."""
+    return info.heartbeats is not Heartbeats.NONE or info.finds_coordinator

@@ -49,6 +49,10 @@ class StateInfo:
         reconciles: a reconciliation round is started whenever none runs.
         leaves: the state's one heartbeat is the leave heartbeat, sent at once (even with another
             heartbeat in flight). The consumer member sends its leave from an effect instead.
+        finds_coordinator: a state without heartbeats still looks the coordinator up (and again
+            after a failure, after the backoff), so that the join heartbeat can go out at once
+            when the application subscribes (as Java's and librdkafka's members do from
+            construction). States with heartbeats always look it up.
         description: one sentence for the docs.
     """
 
@@ -58,6 +62,7 @@ class StateInfo:
     joins: bool = False
     reconciles: bool = False
     leaves: bool = False
+    finds_coordinator: bool = False
 
 
 S = MemberState
@@ -66,7 +71,11 @@ H = Heartbeats
 #: The states table.
 STATES: dict[MemberState, StateInfo] = {
     S.UNSUBSCRIBED: StateInfo(
-        H.NONE, False, "Not in the group; no heartbeats. Initial state, and after leaving."
+        H.NONE,
+        False,
+        "Not in the group; no heartbeats, but the coordinator is looked up ahead of a join."
+        " Initial state, and after leaving.",
+        finds_coordinator=True,
     ),
     S.JOINING: StateInfo(
         H.AT_ONCE,

@@ -1,0 +1,121 @@
+"""An UNSUBSCRIBED member looks the coordinator up, so that a later join goes out at once.
+
+Java's AsyncKafkaConsumer (its CoordinatorRequestManager) and librdkafka look the coordinator up
+from construction whenever a group id is set; the member core does the same in UNSUBSCRIBED
+(``StateInfo.finds_coordinator``), without heartbeats and without reporting failures.
+"""
+
+from __future__ import annotations
+
+from member_rig import MemberRig
+
+from consumer.member import (
+    AppPolled,
+    CoordinatorChanged,
+    CoordinatorLost,
+    FindCoordinator,
+    MemberState,
+    ReportError,
+    SendHeartbeat,
+    Subscribed,
+)
+from consumer.member.pacing import finds_coordinator
+from consumer.member.states import STATES, Heartbeats
+from consumer.share.states import SHARE_STATES
+
+
+def lookups(commands: list[object]) -> list[FindCoordinator]:
+    return [c for c in commands if isinstance(c, FindCoordinator)]
+
+
+def heartbeats(commands: list[object]) -> list[SendHeartbeat]:
+    return [c for c in commands if isinstance(c, SendHeartbeat)]
+
+
+def test_a_new_member_looks_the_coordinator_up_once_and_sends_no_heartbeat() -> None:
+    r = MemberRig()
+    first = r.poll()
+    assert lookups(first) == [FindCoordinator("g")]
+    assert not heartbeats(first)
+    r.advance(60_000)
+    assert r.poll() == [], "one lookup in flight at a time, no heartbeat while unsubscribed"
+    r.handle(CoordinatorChanged(1))
+    r.advance(60_000)
+    assert r.poll() == [], "nothing more to do once the coordinator is known"
+    assert r.deadline() is None
+    assert r.member.state is MemberState.UNSUBSCRIBED
+
+
+def test_the_join_heartbeat_goes_out_on_the_first_poll_when_the_coordinator_is_known() -> None:
+    r = MemberRig()
+    r.poll()
+    r.handle(CoordinatorChanged(1))
+    r.handle(Subscribed(topic_names=("foo",)))
+    r.handle(AppPolled())
+    out = r.poll()
+    assert not lookups(out), "the coordinator was found before subscribe()"
+    (join,) = heartbeats(out)
+    assert join.request.member_epoch == 0
+
+
+def test_a_subscribe_during_the_early_lookup_waits_for_it_without_a_second_one() -> None:
+    r = MemberRig()
+    assert lookups(r.poll())
+    r.handle(Subscribed(topic_names=("foo",)))
+    r.handle(AppPolled())
+    assert r.poll() == [], "the lookup in flight is not repeated"
+    r.handle(CoordinatorChanged(1))
+    assert len(heartbeats(r.poll())) == 1
+
+
+def test_failed_early_lookups_are_retried_quietly_and_a_join_looks_up_at_once() -> None:
+    r = MemberRig()
+    waits = []
+    for _ in range(5):
+        assert lookups(r.poll())
+        assert r.handle(CoordinatorLost("connection refused")) == []
+        deadline = r.deadline()
+        assert deadline is not None
+        assert deadline > r.now, "retried after a backoff"
+        waits.append(deadline - r.now)
+        r.advance(deadline - r.now)
+    assert waits[-1] > waits[0], f"the backoff grows: {waits}"
+    assert not r.all(ReportError), "nothing is reported while unsubscribed"
+    assert not r.all(SendHeartbeat)
+    assert lookups(r.poll())
+    r.handle(CoordinatorLost("connection refused"))
+    r.advance(1)
+    r.handle(Subscribed(topic_names=("foo",)))
+    r.handle(AppPolled())
+    assert lookups(r.poll()), "the join looks up at once, not after the quiet backoff"
+    r.handle(CoordinatorLost("connection refused"))
+    (report,) = r.all(ReportError)
+    assert (report.error_name, report.fatal) == ("COORDINATOR_UNAVAILABLE", False)
+    assert r.member.state is MemberState.JOINING
+    r.advance(r.config.retry_backoff_max_ms * 2)
+    assert lookups(r.poll())
+    r.handle(CoordinatorChanged(1))
+    assert len(heartbeats(r.poll())) == 1
+
+
+def test_only_unsubscribed_looks_up_without_heartbeats() -> None:
+    silent_lookups = {
+        state for state, info in STATES.items() if info.heartbeats is Heartbeats.NONE
+    } & {state for state, info in STATES.items() if finds_coordinator(info)}
+    assert silent_lookups == {MemberState.UNSUBSCRIBED}
+    assert not [info for info in SHARE_STATES.values() if info.finds_coordinator], (
+        "the share member looks up only when it heartbeats"
+    )
+
+
+def test_a_fatal_member_stops_looking_up() -> None:
+    r = MemberRig()
+    r.poll()
+    r.handle(CoordinatorChanged(1))
+    r.handle(Subscribed(topic_names=("foo",)))
+    r.handle(AppPolled())
+    r.poll()
+    r.handle(CoordinatorLost("refused", error_code=30))
+    assert r.member.state is MemberState.FATAL
+    r.advance(60_000)
+    assert not lookups(r.poll())
