@@ -264,6 +264,10 @@ class MemberEffects:
         self.heartbeats.on_coordinator_lost()
         return [], None
 
+    def _look_up_at_join(self, now_ms: int) -> Step:
+        self.heartbeats.postpone_lookup()
+        return [], None
+
     def _report_unreachable(self, now_ms: int) -> Step:
         if self.heartbeats.failed_attempts != 1:
             return [], None  # once per outage, not once per retry (as librdkafka's error_cb)

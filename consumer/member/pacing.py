@@ -117,6 +117,8 @@ class HeartbeatPacer:
         self._last_sent_ms = 0
         self._backoff_until_ms = 0
         self._lookup_not_before_ms = 0
+        #: A silent state's lookup failed: the next one waits for a join (LOOK_UP_AT_JOIN).
+        self._lookup_postponed = False
         self._failed_attempts = 0
         self._expedited = False
 
@@ -127,22 +129,26 @@ class HeartbeatPacer:
 
     def should_request_coordinator(self, now_ms: int) -> bool:
         """True once per loss of the coordinator (after any backoff): emit FindCoordinator."""
-        if self.coordinator_known or self._coordinator_requested:
-            return False
-        if now_ms < self._lookup_not_before_ms:
+        due_ms = self.coordinator_lookup_due_ms()
+        if due_ms is None or now_ms < due_ms:
             return False
         self._coordinator_requested = True
         return True
 
     def coordinator_lookup_due_ms(self) -> int | None:
         """When the next coordinator lookup may be asked for; None if none is pending."""
-        if self.coordinator_known or self._coordinator_requested:
+        if self.coordinator_known or self._coordinator_requested or self._lookup_postponed:
             return None
         return self._lookup_not_before_ms
+
+    def postpone_lookup(self) -> None:
+        """Look the coordinator up again only at :meth:`look_up_without_backoff` (a join)."""
+        self._lookup_postponed = True
 
     def look_up_without_backoff(self, now_ms: int) -> None:
         """The member starts heartbeating: a pending lookup goes out now, not after the backoff
         of failures while it was silent (a join looks the coordinator up at once, as before)."""
+        self._lookup_postponed = False
         self._lookup_not_before_ms = min(self._lookup_not_before_ms, now_ms)
 
     def on_lookup_failed(self, now_ms: int) -> None:
@@ -160,6 +166,7 @@ class HeartbeatPacer:
         self.coordinator_known = True
         self._coordinator_requested = False
         self._lookup_not_before_ms = 0
+        self._lookup_postponed = False
         self._forget_in_flight()
 
     def on_coordinator_lost(self) -> None:

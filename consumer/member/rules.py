@@ -73,6 +73,7 @@ class Effect(enum.Enum):
     REPORT_POLL_TIMEOUT = "report MAX_POLL_INTERVAL_EXCEEDED"
     REPORT_FATAL = "report the error as fatal; later calls raise it"
     RETRY_LOOKUP = "forget the coordinator; the next lookup waits for the backoff"
+    LOOK_UP_AT_JOIN = "look the coordinator up again only when the member joins"
     REPORT_UNREACHABLE = "report the coordinator unreachable, once per outage"
     FIND_COORDINATOR = "ask for a coordinator lookup"
     SHUT_DOWN_IF_CLOSING = "finish close()"
@@ -87,7 +88,7 @@ E = Effect
 IN_GROUP: tuple[MemberState, ...] = tuple(s for s in MemberState if s in IN_GROUP_STATES)
 OUT_OF_GROUP: tuple[MemberState, ...] = (S.FENCED, S.STALE)
 #: States without heartbeats: a failed lookup only schedules the next one.
-_SILENT: tuple[MemberState, ...] = (S.UNSUBSCRIBED, S.FENCED, S.STALE, S.FATAL)
+_SILENT: tuple[MemberState, ...] = (S.FENCED, S.STALE, S.FATAL)
 
 _LEAVE_NOW = (E.END_MEMBERSHIP, E.FORGET_ASSIGNMENT, E.SHUT_DOWN_IF_CLOSING)
 _FAIL = (E.REPORT_FATAL, E.END_MEMBERSHIP, E.RELEASE_AS_LOST, E.SHUT_DOWN_IF_CLOSING)
@@ -96,6 +97,9 @@ _LOSE = (E.END_MEMBERSHIP, E.RELEASE_AS_LOST)
 #: Dropped by the broker before the leave completed: the partitions still held are lost.
 _DROPPED_WHILE_LEAVING = (*_LOSE, E.SHUT_DOWN_IF_CLOSING)
 _LOOK_AGAIN = (E.RETRY_LOOKUP, E.REPORT_UNREACHABLE, E.FIND_COORDINATOR)
+#: The lookup ahead of a join failed: not retried (an idle consumer with a wrong address makes
+#: one attempt), not reported; START_JOINING looks up at once, as a member that never looked.
+_LOOK_UP_AT_JOIN = (E.RETRY_LOOKUP, E.LOOK_UP_AT_JOIN)
 
 MemberRule = Rule[MemberState, Outcome, Effect, Guard]
 
@@ -156,6 +160,12 @@ RULES: RulesTable[MemberState, Outcome, Effect, Guard] = RulesTable(
              when="keep looking while leaving"),
         Rule((*IN_GROUP, S.UNSUBSCRIBING), O.LOOKUP_FAILED, None, _LOOK_AGAIN,
              when="look up again after backoff"),
+        Rule((S.UNSUBSCRIBED,), O.LOOKUP_FAILED, None, _LOOK_UP_AT_JOIN,
+             when="the lookup ahead of a join failed: look up at the join"),
+        Rule((S.UNSUBSCRIBED,), O.LOOKUP_REFUSED, None, _LOOK_UP_AT_JOIN,
+             when="refused ahead of a join: the join's lookup decides"),
+        Rule((S.UNSUBSCRIBED,), O.LOOKUP_GROUP_GONE, None, _LOOK_UP_AT_JOIN,
+             when="refused ahead of a join: the join's lookup decides"),
         Rule(_SILENT, O.LOOKUP_FAILED, None, (E.RETRY_LOOKUP,), when="no heartbeats: just wait"),
         Rule(_SILENT, O.LOOKUP_REFUSED, None, (E.RETRY_LOOKUP,), when="no heartbeats: just wait"),
         Rule(_SILENT, O.LOOKUP_GROUP_GONE, None, (E.RETRY_LOOKUP,),

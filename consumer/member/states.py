@@ -49,10 +49,11 @@ class StateInfo:
         reconciles: a reconciliation round is started whenever none runs.
         leaves: the state's one heartbeat is the leave heartbeat, sent at once (even with another
             heartbeat in flight). The consumer member sends its leave from an effect instead.
-        finds_coordinator: a state without heartbeats still looks the coordinator up (and again
-            after a failure, after the backoff), so that the join heartbeat can go out at once
-            when the application subscribes (as Java's and librdkafka's members do from
-            construction). States with heartbeats always look it up.
+        finds_coordinator: a state without heartbeats still looks the coordinator up, so that
+            the join heartbeat can go out at once when the application subscribes (Java's and
+            librdkafka's members look it up from construction). A failed lookup is not retried
+            in the state (the rules say when: at the join). States with heartbeats always look
+            it up.
         description: one sentence for the docs.
     """
 

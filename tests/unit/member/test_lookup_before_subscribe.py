@@ -7,6 +7,7 @@ from construction whenever a group id is set; the member core does the same in U
 
 from __future__ import annotations
 
+import pytest
 from member_rig import MemberRig
 
 from consumer.member import (
@@ -18,10 +19,14 @@ from consumer.member import (
     ReportError,
     SendHeartbeat,
     Subscribed,
+    Unsubscribed,
 )
 from consumer.member.pacing import finds_coordinator
 from consumer.member.states import STATES, Heartbeats
 from consumer.share.states import SHARE_STATES
+
+GROUP_AUTHORIZATION_FAILED = 30
+GROUP_ID_NOT_FOUND = 69
 
 
 def lookups(commands: list[object]) -> list[FindCoordinator]:
@@ -68,34 +73,54 @@ def test_a_subscribe_during_the_early_lookup_waits_for_it_without_a_second_one()
     assert len(heartbeats(r.poll())) == 1
 
 
-def test_failed_early_lookups_are_retried_quietly_and_a_join_looks_up_at_once() -> None:
+def test_a_failed_early_lookup_waits_quietly_for_the_join_which_looks_up_at_once() -> None:
     r = MemberRig()
-    waits = []
-    for _ in range(5):
-        assert lookups(r.poll())
-        assert r.handle(CoordinatorLost("connection refused")) == []
-        deadline = r.deadline()
-        assert deadline is not None
-        assert deadline > r.now, "retried after a backoff"
-        waits.append(deadline - r.now)
-        r.advance(deadline - r.now)
-    assert waits[-1] > waits[0], f"the backoff grows: {waits}"
-    assert not r.all(ReportError), "nothing is reported while unsubscribed"
-    assert not r.all(SendHeartbeat)
     assert lookups(r.poll())
-    r.handle(CoordinatorLost("connection refused"))
-    r.advance(1)
+    assert r.handle(CoordinatorLost("connection refused")) == [], "nothing is reported"
+    assert r.deadline() is None, "no retry while unsubscribed: the loop may sleep"
+    r.advance(600_000)
+    assert r.poll() == []
     r.handle(Subscribed(topic_names=("foo",)))
     r.handle(AppPolled())
-    assert lookups(r.poll()), "the join looks up at once, not after the quiet backoff"
+    assert lookups(r.poll()), "the join looks up at once, not after a backoff"
     r.handle(CoordinatorLost("connection refused"))
     (report,) = r.all(ReportError)
     assert (report.error_name, report.fatal) == ("COORDINATOR_UNAVAILABLE", False)
     assert r.member.state is MemberState.JOINING
-    r.advance(r.config.retry_backoff_max_ms * 2)
+    deadline = r.deadline()
+    assert deadline is not None, "in JOINING a failed lookup is retried after the backoff"
+    r.advance(deadline - r.now)
     assert lookups(r.poll())
     r.handle(CoordinatorChanged(1))
     assert len(heartbeats(r.poll())) == 1
+    assert not r.all(SendHeartbeat)[0].request.member_epoch
+
+
+def test_a_refused_early_lookup_is_decided_by_the_joins_lookup() -> None:
+    r = MemberRig()
+    r.poll()
+    r.handle(CoordinatorLost("refused", error_code=GROUP_AUTHORIZATION_FAILED))
+    assert r.member.state is MemberState.UNSUBSCRIBED
+    assert not r.all(ReportError)
+    r.handle(Subscribed(topic_names=("foo",)))
+    r.handle(AppPolled())
+    assert lookups(r.poll())
+    r.handle(CoordinatorLost("refused", error_code=GROUP_AUTHORIZATION_FAILED))
+    assert r.member.state is MemberState.FATAL, "as a member that never looked up early"
+
+
+def test_a_coordinator_lost_after_leaving_is_looked_up_again_only_at_the_next_join() -> None:
+    r = MemberRig()
+    r.join()
+    r.handle(CoordinatorLost("connection closed"))  # while JOINING: looked up again
+    assert r.member.state is MemberState.JOINING
+    r.handle(Unsubscribed())
+    assert r.member.state is MemberState.UNSUBSCRIBED
+    r.advance(r.config.retry_backoff_max_ms * 2)
+    assert lookups(r.poll()), "a silent member still wants the coordinator"
+    r.handle(CoordinatorLost("connection refused"))
+    r.advance(600_000)
+    assert not lookups(r.poll())
 
 
 def test_only_unsubscribed_looks_up_without_heartbeats() -> None:
@@ -115,7 +140,21 @@ def test_a_fatal_member_stops_looking_up() -> None:
     r.handle(Subscribed(topic_names=("foo",)))
     r.handle(AppPolled())
     r.poll()
-    r.handle(CoordinatorLost("refused", error_code=30))
+    r.handle(CoordinatorLost("refused", error_code=GROUP_AUTHORIZATION_FAILED))
     assert r.member.state is MemberState.FATAL
+    r.advance(60_000)
+    assert not lookups(r.poll())
+
+
+@pytest.mark.parametrize("code", [GROUP_AUTHORIZATION_FAILED, GROUP_ID_NOT_FOUND])
+def test_a_refused_lookup_in_a_silent_state_changes_nothing(code: int) -> None:
+    r = MemberRig()
+    r.join()
+    r.handle(CoordinatorLost("refused", error_code=GROUP_AUTHORIZATION_FAILED))
+    assert r.member.state is MemberState.FATAL
+    reports = len(r.all(ReportError))
+    assert r.handle(CoordinatorLost("refused again", error_code=code)) == []
+    assert r.member.state is MemberState.FATAL
+    assert len(r.all(ReportError)) == reports
     r.advance(60_000)
     assert not lookups(r.poll())
