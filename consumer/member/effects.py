@@ -268,6 +268,11 @@ class MemberEffects:
         self.heartbeats.postpone_lookup()
         return [], None
 
+    def _look_up_again_now(self, now_ms: int) -> Step:
+        self.heartbeats.on_coordinator_lost()
+        self.heartbeats.look_up_without_backoff(now_ms)
+        return [], None
+
     def _report_unreachable(self, now_ms: int) -> Step:
         if self.heartbeats.failed_attempts != 1:
             return [], None  # once per outage, not once per retry (as librdkafka's error_cb)

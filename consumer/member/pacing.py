@@ -119,6 +119,8 @@ class HeartbeatPacer:
         self._lookup_not_before_ms = 0
         #: A silent state's lookup failed: the next one waits for a join (LOOK_UP_AT_JOIN).
         self._lookup_postponed = False
+        #: The lookup in flight was asked for in a state without heartbeats (ahead of a join).
+        self.lookup_made_silently = False
         self._failed_attempts = 0
         self._expedited = False
 
@@ -127,12 +129,15 @@ class HeartbeatPacer:
 
     # --- coordinator ------------------------------------------------------------------------
 
-    def should_request_coordinator(self, now_ms: int) -> bool:
-        """True once per loss of the coordinator (after any backoff): emit FindCoordinator."""
+    def should_request_coordinator(self, now_ms: int, *, silently: bool = False) -> bool:
+        """True once per loss of the coordinator (after any backoff): emit FindCoordinator.
+
+        ``silently``: asked for in a state without heartbeats (see ``lookup_made_silently``)."""
         due_ms = self.coordinator_lookup_due_ms()
         if due_ms is None or now_ms < due_ms:
             return False
         self._coordinator_requested = True
+        self.lookup_made_silently = silently
         return True
 
     def coordinator_lookup_due_ms(self) -> int | None:
@@ -167,6 +172,7 @@ class HeartbeatPacer:
         self._coordinator_requested = False
         self._lookup_not_before_ms = 0
         self._lookup_postponed = False
+        self.lookup_made_silently = False
         self._forget_in_flight()
 
     def on_coordinator_lost(self) -> None:
@@ -197,7 +203,7 @@ class HeartbeatPacer:
         if not finds_coordinator(info):
             return [], False
         lookups: list[FindCoordinator] = []
-        if self.should_request_coordinator(now_ms):
+        if self.should_request_coordinator(now_ms, silently=info.heartbeats is Heartbeats.NONE):
             lookups.append(FindCoordinator(self._group_id))
         due_ms = self.next_due_ms(info)
         return lookups, due_ms is not None and now_ms >= due_ms

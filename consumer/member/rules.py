@@ -46,6 +46,7 @@ class Outcome(enum.Enum):
     LOOKUP_FAILED = "the coordinator could not be found or reached"
     LOOKUP_REFUSED = "the coordinator lookup was refused with a non-retriable error"
     LOOKUP_GROUP_GONE = "the coordinator lookup failed with GROUP_ID_NOT_FOUND"
+    EARLY_LOOKUP_FAILED = "a lookup asked for before the member heartbeats failed after it started"
 
 
 class Guard(enum.Enum):
@@ -74,6 +75,7 @@ class Effect(enum.Enum):
     REPORT_FATAL = "report the error as fatal; later calls raise it"
     RETRY_LOOKUP = "forget the coordinator; the next lookup waits for the backoff"
     LOOK_UP_AT_JOIN = "look the coordinator up again only when the member joins"
+    LOOK_UP_AGAIN_NOW = "forget the lookup; the next one goes out now, without backoff"
     REPORT_UNREACHABLE = "report the coordinator unreachable, once per outage"
     FIND_COORDINATOR = "ask for a coordinator lookup"
     SHUT_DOWN_IF_CLOSING = "finish close()"
@@ -166,6 +168,9 @@ RULES: RulesTable[MemberState, Outcome, Effect, Guard] = RulesTable(
              when="refused ahead of a join: the join's lookup decides"),
         Rule((S.UNSUBSCRIBED,), O.LOOKUP_GROUP_GONE, None, _LOOK_UP_AT_JOIN,
              when="refused ahead of a join: the join's lookup decides"),
+        Rule((*IN_GROUP, S.UNSUBSCRIBING), O.EARLY_LOOKUP_FAILED, None,
+             (E.LOOK_UP_AGAIN_NOW, E.FIND_COORDINATOR),
+             when="made before the join (e.g. old credentials): the join's own lookup decides"),
         Rule(_SILENT, O.LOOKUP_FAILED, None, (E.RETRY_LOOKUP,), when="no heartbeats: just wait"),
         Rule(_SILENT, O.LOOKUP_REFUSED, None, (E.RETRY_LOOKUP,), when="no heartbeats: just wait"),
         Rule(_SILENT, O.LOOKUP_GROUP_GONE, None, (E.RETRY_LOOKUP,),

@@ -27,6 +27,7 @@ from consumer.share.states import SHARE_STATES
 
 GROUP_AUTHORIZATION_FAILED = 30
 GROUP_ID_NOT_FOUND = 69
+SASL_AUTHENTICATION_FAILED = 58
 
 
 def lookups(commands: list[object]) -> list[FindCoordinator]:
@@ -158,3 +159,26 @@ def test_a_refused_lookup_in_a_silent_state_changes_nothing(code: int) -> None:
     assert len(r.all(ReportError)) == reports
     r.advance(60_000)
     assert not lookups(r.poll())
+
+
+@pytest.mark.parametrize("code", [None, SASL_AUTHENTICATION_FAILED])
+def test_a_lookup_from_before_the_join_that_fails_after_it_is_made_again_at_once(
+    code: int | None,
+) -> None:
+    """E.g. built with a wrong password, corrected with set_sasl_credentials() and subscribed
+    while the first lookup was still in flight: its failure must not end (or delay) the join."""
+    r = MemberRig()
+    assert lookups(r.poll())
+    r.handle(Subscribed(topic_names=("foo",)))
+    r.handle(AppPolled())
+    assert r.poll() == []
+    again = r.handle(CoordinatorLost("authentication failed", error_code=code))
+    assert lookups(again), "looked up again at once, with what the join knows now"
+    assert r.member.state is MemberState.JOINING
+    assert not r.all(ReportError), "nothing reported: this is the join's first lookup"
+    r.handle(CoordinatorLost("authentication failed", error_code=code))
+    if code is None:
+        assert r.member.state is MemberState.JOINING
+        assert len(r.all(ReportError)) == 1, "the join's own failure is reported, as before"
+    else:
+        assert r.member.state is MemberState.FATAL, "the join's own refusal is final, as before"
