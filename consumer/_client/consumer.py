@@ -109,6 +109,12 @@ class Consumer(DataPlaneMethods):
         self._fast_polls_left = 0
         self._raw_poll = self._dataplane.raw_poll
         self._to_application.add_listener(self._disarm_fast_poll)
+        self._ever_subscribed = False
+        # The member's runtime starts now and looks the coordinator up (and connects to it), as
+        # Java's and librdkafka's consumers do once built with a group id: subscribe()'s join
+        # heartbeat then goes out at once. Nothing here waits for the network; the member
+        # sends no heartbeat before subscribe() (docs/concepts/architecture.md).
+        self._ensure_runtime()
 
     # --- extras beyond confluent-kafka ----------------------------------------------------------
 
@@ -158,6 +164,7 @@ class Consumer(DataPlaneMethods):
         callbacks.on_assign, callbacks.on_revoke, callbacks.on_lost = on_assign, on_revoke, on_lost
         self._manual.on_subscribe()
         self._ensure_runtime()
+        self._ever_subscribed = True
         self._to_background.put(event)
 
     def unsubscribe(self) -> None:
@@ -339,7 +346,9 @@ class Consumer(DataPlaneMethods):
 
     def memberid(self) -> str | None:
         """The member id (client-generated, KIP-1082), or None before subscribing."""
-        return None if self._runtime is None else self._runtime.member_id
+        if self._runtime is None or not self._ever_subscribed:
+            return None
+        return self._runtime.member_id
 
     def consumer_group_metadata(self) -> bytes:
         """The group metadata for ``Producer.send_offsets_to_transaction()``: confluent-kafka's

@@ -102,6 +102,8 @@ class BackgroundRuntime:
         self._started = threading.Event()
         self._finished = threading.Event()
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Coordinator lookups among ``_tasks``: a stopping loop does not wait for them.
+        self._lookups: set[asyncio.Task[None]] = set()
         self._wakeup: LoopWakeup | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = False
@@ -274,10 +276,12 @@ class BackgroundRuntime:
                 )
                 await wakeup.wait(timeout_s)
         finally:
-            if self._tasks:
+            if waiting := self._tasks - self._lookups:
                 # Let requests already on their way finish (the leave heartbeat above all),
-                # bounded so a dead coordinator cannot hold close() hostage.
-                await asyncio.wait(set(self._tasks), timeout=_DRAIN_TIMEOUT_S)
+                # bounded so a dead coordinator cannot hold close() hostage. A lookup is not
+                # waited for: nothing would use its answer (a consumer closed before it ever
+                # subscribed must not wait for an unreachable bootstrap server).
+                await asyncio.wait(waiting, timeout=_DRAIN_TIMEOUT_S)
             for task in list(self._tasks):
                 task.cancel()
             if self._tasks:
@@ -329,7 +333,7 @@ class BackgroundRuntime:
                     if command.request.member_epoch == JOIN_EPOCH and names:
                         self._spawn(requests.resolve_names(names))  # ids before the assignment
                 case FindCoordinator():
-                    self._spawn(requests.find_coordinator())
+                    self._spawn(requests.find_coordinator(), lookup=True)
                 case FetchMetadata():
                     self._spawn(requests.metadata(command))
                 case CommitOffsets():
@@ -364,7 +368,9 @@ class BackgroundRuntime:
         else:
             self._quiet.promise(time.monotonic() + (deadline_ms - self._clock_ms()) / 1000)
 
-    def _spawn(self, request: Awaitable[Answer], expect_answer: bool = True) -> None:
+    def _spawn(
+        self, request: Awaitable[Answer], expect_answer: bool = True, *, lookup: bool = False
+    ) -> None:
         self._quiet.end()  # its answer may be for the application (an assignment, a commit)
 
         async def run() -> None:
@@ -380,10 +386,13 @@ class BackgroundRuntime:
 
         task = asyncio.get_running_loop().create_task(run())
         self._tasks.add(task)
+        if lookup:
+            self._lookups.add(task)
         task.add_done_callback(self._task_done)
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        self._lookups.discard(task)
         if not task.cancelled() and task.exception() is not None:
             # An exception here is a bug in the runtime: stop the loop and surface it.
             self.failure = task.exception()

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
+from consumer._logging import routed_logger
 from consumer._runtime.cluster import ClusterClient
 from consumer._wire import (
     ApiKey,
@@ -46,6 +47,8 @@ from consumer.member import (
     TopicPartition,
 )
 from consumer.member.partitions import flatten_assignment
+
+_log = routed_logger("consumer.runtime")
 
 #: Error code reported for transport failures of commits and fetches (retried by the member).
 NETWORK_EXCEPTION = 13
@@ -133,6 +136,10 @@ class GroupRequests:
             return CoordinatorLost(str(exc), None if exc.retriable else exc.code)
         except ConsumerError as exc:
             return CoordinatorLost(str(exc))
+        try:  # connect now: the next heartbeat (a join right after subscribe()) goes out at once
+            await self._cluster.coordinator_connection(self._group_id)
+        except ConsumerError as exc:
+            _log.debug("connecting to the coordinator after its lookup failed: %s", exc)
         return CoordinatorChanged(location.node_id)
 
     async def metadata(self, command: FetchMetadata) -> MetadataResolved:

@@ -7,6 +7,7 @@ are never retried at this layer: the member's request managers decide.
 from __future__ import annotations
 
 import dataclasses
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -17,7 +18,7 @@ from tenacity import (
     retry_if_exception_type,
     stop_after_attempt,
     stop_after_delay,
-    wait_random_exponential,
+    wait_exponential,
 )
 
 from consumer._config.spec import spec_default
@@ -65,7 +66,7 @@ class RetryPolicy:
         return AsyncRetrying(
             stop=stop_after_attempt(self.max_attempts)
             | stop_after_delay(self.max_elapsed_ms / 1000),
-            wait=wait_random_exponential(
+            wait=_OwnJitter(
                 multiplier=self.initial_backoff_ms / 1000, max=self.max_backoff_ms / 1000
             ),
             retry=retry_if_exception_type(self.retry_on),
@@ -97,6 +98,19 @@ def reconnect_policy(backoff_ms: int, backoff_max_ms: int) -> RetryPolicy:
     return dataclasses.replace(
         CONNECT_RETRY, initial_backoff_ms=backoff_ms, max_backoff_ms=backoff_max_ms
     )
+
+
+#: The jitter's own generator: tenacity's draws from the ``random`` module's global one, whose
+#: state is the application's (a background thread drawing from it makes seeded runs, e.g.
+#: Hypothesis's, unreproducible).
+_JITTER = random.Random()
+
+
+class _OwnJitter(wait_exponential):
+    """``wait_random_exponential`` (full jitter) drawing from :data:`_JITTER`."""
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        return _JITTER.uniform(0.0, super().__call__(retry_state=retry_state))
 
 
 def _log_retry(state: RetryCallState) -> None:

@@ -30,7 +30,7 @@ from consumer.member.errors_table import error_name
 from consumer.member.heartbeat import HeartbeatRequestManager
 from consumer.member.inputs import CloseOption
 from consumer.member.machine import Rule, StateCell
-from consumer.member.pacing import ExponentialBackoff, earliest_ms
+from consumer.member.pacing import ExponentialBackoff, earliest_ms, finds_coordinator
 from consumer.member.partitions import TopicIdPartition, TopicPartition
 from consumer.member.rules import RULES, Effect, Guard, Outcome, RoundKind
 from consumer.member.states import STATES, Heartbeats, MemberState, StateInfo
@@ -148,7 +148,7 @@ class MemberEffects:
     def _next_deadline_ms(self) -> int | None:
         info = self.info
         due = self.heartbeats.next_due_ms(info)
-        if info.heartbeats is not Heartbeats.NONE:
+        if finds_coordinator(info):
             due = earliest_ms(due, self.heartbeats.coordinator_lookup_due_ms())
         due = earliest_ms(due, self.commits.next_deadline_ms())
         due = earliest_ms(due, self.assignment.next_deadline_ms())
@@ -203,6 +203,7 @@ class MemberEffects:
         self._last_poll_ms = now_ms
         self.assignment.reset()
         self.heartbeats.reset_for_rejoin(now_ms)
+        self.heartbeats.look_up_without_backoff(now_ms)
         return [], None
 
     def _remember_poll(self, now_ms: int) -> Step:
@@ -262,6 +263,15 @@ class MemberEffects:
     def _retry_lookup(self, now_ms: int) -> Step:
         self.heartbeats.on_lookup_failed(now_ms)
         self.heartbeats.on_coordinator_lost()
+        return [], None
+
+    def _look_up_at_join(self, now_ms: int) -> Step:
+        self.heartbeats.postpone_lookup()
+        return [], None
+
+    def _look_up_again_now(self, now_ms: int) -> Step:
+        self.heartbeats.on_coordinator_lost()
+        self.heartbeats.look_up_without_backoff(now_ms)
         return [], None
 
     def _report_unreachable(self, now_ms: int) -> Step:

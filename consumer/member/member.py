@@ -22,6 +22,7 @@ from consumer.member.errors import MemberStateError
 from consumer.member.errors_table import HeartbeatErrorAction, heartbeat_error_action
 from consumer.member.inputs import Input
 from consumer.member.rules import HEARTBEAT_ERROR_OUTCOMES, LOOKUP_ERROR_OUTCOMES, Outcome
+from consumer.member.states import Heartbeats
 
 
 class Member(MemberEffects):
@@ -222,6 +223,9 @@ class Member(MemberEffects):
         outcome = Outcome.LOOKUP_FAILED
         if code is not None:
             outcome = LOOKUP_ERROR_OUTCOMES.get(heartbeat_error_action(code), outcome)
+        if self.heartbeats.lookup_made_silently and self.info.heartbeats is not Heartbeats.NONE:
+            outcome = Outcome.EARLY_LOOKUP_FAILED
+        self.heartbeats.lookup_made_silently = False
         return self.decide(outcome, now_ms)
 
     def _lose_coordinator(self, now_ms: int) -> list[Command]:

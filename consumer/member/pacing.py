@@ -117,6 +117,10 @@ class HeartbeatPacer:
         self._last_sent_ms = 0
         self._backoff_until_ms = 0
         self._lookup_not_before_ms = 0
+        #: A silent state's lookup failed: the next one waits for a join (LOOK_UP_AT_JOIN).
+        self._lookup_postponed = False
+        #: The lookup in flight was asked for in a state without heartbeats (ahead of a join).
+        self.lookup_made_silently = False
         self._failed_attempts = 0
         self._expedited = False
 
@@ -125,20 +129,32 @@ class HeartbeatPacer:
 
     # --- coordinator ------------------------------------------------------------------------
 
-    def should_request_coordinator(self, now_ms: int) -> bool:
-        """True once per loss of the coordinator (after any backoff): emit FindCoordinator."""
-        if self.coordinator_known or self._coordinator_requested:
-            return False
-        if now_ms < self._lookup_not_before_ms:
+    def should_request_coordinator(self, now_ms: int, *, silently: bool = False) -> bool:
+        """True once per loss of the coordinator (after any backoff): emit FindCoordinator.
+
+        ``silently``: asked for in a state without heartbeats (see ``lookup_made_silently``)."""
+        due_ms = self.coordinator_lookup_due_ms()
+        if due_ms is None or now_ms < due_ms:
             return False
         self._coordinator_requested = True
+        self.lookup_made_silently = silently
         return True
 
     def coordinator_lookup_due_ms(self) -> int | None:
         """When the next coordinator lookup may be asked for; None if none is pending."""
-        if self.coordinator_known or self._coordinator_requested:
+        if self.coordinator_known or self._coordinator_requested or self._lookup_postponed:
             return None
         return self._lookup_not_before_ms
+
+    def postpone_lookup(self) -> None:
+        """Look the coordinator up again only at :meth:`look_up_without_backoff` (a join)."""
+        self._lookup_postponed = True
+
+    def look_up_without_backoff(self, now_ms: int) -> None:
+        """The member starts heartbeating: a pending lookup goes out now, not after the backoff
+        of failures while it was silent (a join looks the coordinator up at once, as before)."""
+        self._lookup_postponed = False
+        self._lookup_not_before_ms = min(self._lookup_not_before_ms, now_ms)
 
     def on_lookup_failed(self, now_ms: int) -> None:
         """A coordinator lookup failed: the next one waits for the (growing) backoff."""
@@ -155,6 +171,8 @@ class HeartbeatPacer:
         self.coordinator_known = True
         self._coordinator_requested = False
         self._lookup_not_before_ms = 0
+        self._lookup_postponed = False
+        self.lookup_made_silently = False
         self._forget_in_flight()
 
     def on_coordinator_lost(self) -> None:
@@ -182,10 +200,10 @@ class HeartbeatPacer:
     def due(self, now_ms: int, info: StateInfo) -> tuple[list[FindCoordinator], bool]:
         """The coordinator lookup to ask for now, and whether a heartbeat is due now, in a state
         described by ``info``."""
-        if info.heartbeats is Heartbeats.NONE:
+        if not finds_coordinator(info):
             return [], False
         lookups: list[FindCoordinator] = []
-        if self.should_request_coordinator(now_ms):
+        if self.should_request_coordinator(now_ms, silently=info.heartbeats is Heartbeats.NONE):
             lookups.append(FindCoordinator(self._group_id))
         due_ms = self.next_due_ms(info)
         return lookups, due_ms is not None and now_ms >= due_ms
@@ -260,3 +278,9 @@ class HeartbeatPacer:
         self._backoff_until_ms = now_ms
         self._next_interval_send_ms = now_ms
         self._expedited = False
+
+
+def finds_coordinator(info: StateInfo) -> bool:
+    """Whether a state described by ``info`` looks the coordinator up: every state with
+    heartbeats, and those without that ask for it (``StateInfo.finds_coordinator``)."""
+    return info.heartbeats is not Heartbeats.NONE or info.finds_coordinator

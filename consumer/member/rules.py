@@ -46,6 +46,7 @@ class Outcome(enum.Enum):
     LOOKUP_FAILED = "the coordinator could not be found or reached"
     LOOKUP_REFUSED = "the coordinator lookup was refused with a non-retriable error"
     LOOKUP_GROUP_GONE = "the coordinator lookup failed with GROUP_ID_NOT_FOUND"
+    EARLY_LOOKUP_FAILED = "a lookup asked for before the member heartbeats failed after it started"
 
 
 class Guard(enum.Enum):
@@ -73,6 +74,8 @@ class Effect(enum.Enum):
     REPORT_POLL_TIMEOUT = "report MAX_POLL_INTERVAL_EXCEEDED"
     REPORT_FATAL = "report the error as fatal; later calls raise it"
     RETRY_LOOKUP = "forget the coordinator; the next lookup waits for the backoff"
+    LOOK_UP_AT_JOIN = "look the coordinator up again only when the member joins"
+    LOOK_UP_AGAIN_NOW = "forget the lookup; the next one goes out now, without backoff"
     REPORT_UNREACHABLE = "report the coordinator unreachable, once per outage"
     FIND_COORDINATOR = "ask for a coordinator lookup"
     SHUT_DOWN_IF_CLOSING = "finish close()"
@@ -87,7 +90,7 @@ E = Effect
 IN_GROUP: tuple[MemberState, ...] = tuple(s for s in MemberState if s in IN_GROUP_STATES)
 OUT_OF_GROUP: tuple[MemberState, ...] = (S.FENCED, S.STALE)
 #: States without heartbeats: a failed lookup only schedules the next one.
-_SILENT: tuple[MemberState, ...] = (S.UNSUBSCRIBED, S.FENCED, S.STALE, S.FATAL)
+_SILENT: tuple[MemberState, ...] = (S.FENCED, S.STALE, S.FATAL)
 
 _LEAVE_NOW = (E.END_MEMBERSHIP, E.FORGET_ASSIGNMENT, E.SHUT_DOWN_IF_CLOSING)
 _FAIL = (E.REPORT_FATAL, E.END_MEMBERSHIP, E.RELEASE_AS_LOST, E.SHUT_DOWN_IF_CLOSING)
@@ -96,6 +99,9 @@ _LOSE = (E.END_MEMBERSHIP, E.RELEASE_AS_LOST)
 #: Dropped by the broker before the leave completed: the partitions still held are lost.
 _DROPPED_WHILE_LEAVING = (*_LOSE, E.SHUT_DOWN_IF_CLOSING)
 _LOOK_AGAIN = (E.RETRY_LOOKUP, E.REPORT_UNREACHABLE, E.FIND_COORDINATOR)
+#: The lookup ahead of a join failed: not retried (an idle consumer with a wrong address makes
+#: one attempt), not reported; START_JOINING looks up at once, as a member that never looked.
+_LOOK_UP_AT_JOIN = (E.RETRY_LOOKUP, E.LOOK_UP_AT_JOIN)
 
 MemberRule = Rule[MemberState, Outcome, Effect, Guard]
 
@@ -156,6 +162,15 @@ RULES: RulesTable[MemberState, Outcome, Effect, Guard] = RulesTable(
              when="keep looking while leaving"),
         Rule((*IN_GROUP, S.UNSUBSCRIBING), O.LOOKUP_FAILED, None, _LOOK_AGAIN,
              when="look up again after backoff"),
+        Rule((S.UNSUBSCRIBED,), O.LOOKUP_FAILED, None, _LOOK_UP_AT_JOIN,
+             when="the lookup ahead of a join failed: look up at the join"),
+        Rule((S.UNSUBSCRIBED,), O.LOOKUP_REFUSED, None, _LOOK_UP_AT_JOIN,
+             when="refused ahead of a join: the join's lookup decides"),
+        Rule((S.UNSUBSCRIBED,), O.LOOKUP_GROUP_GONE, None, _LOOK_UP_AT_JOIN,
+             when="refused ahead of a join: the join's lookup decides"),
+        Rule((*IN_GROUP, S.UNSUBSCRIBING), O.EARLY_LOOKUP_FAILED, None,
+             (E.LOOK_UP_AGAIN_NOW, E.FIND_COORDINATOR),
+             when="made before the join (e.g. old credentials): the join's own lookup decides"),
         Rule(_SILENT, O.LOOKUP_FAILED, None, (E.RETRY_LOOKUP,), when="no heartbeats: just wait"),
         Rule(_SILENT, O.LOOKUP_REFUSED, None, (E.RETRY_LOOKUP,), when="no heartbeats: just wait"),
         Rule(_SILENT, O.LOOKUP_GROUP_GONE, None, (E.RETRY_LOOKUP,),

@@ -49,6 +49,11 @@ class StateInfo:
         reconciles: a reconciliation round is started whenever none runs.
         leaves: the state's one heartbeat is the leave heartbeat, sent at once (even with another
             heartbeat in flight). The consumer member sends its leave from an effect instead.
+        finds_coordinator: a state without heartbeats still looks the coordinator up, so that
+            the join heartbeat can go out at once when the application subscribes (Java's and
+            librdkafka's members look it up from construction). A failed lookup is not retried
+            in the state (the rules say when: at the join). States with heartbeats always look
+            it up.
         description: one sentence for the docs.
     """
 
@@ -58,6 +63,7 @@ class StateInfo:
     joins: bool = False
     reconciles: bool = False
     leaves: bool = False
+    finds_coordinator: bool = False
 
 
 S = MemberState
@@ -66,7 +72,11 @@ H = Heartbeats
 #: The states table.
 STATES: dict[MemberState, StateInfo] = {
     S.UNSUBSCRIBED: StateInfo(
-        H.NONE, False, "Not in the group; no heartbeats. Initial state, and after leaving."
+        H.NONE,
+        False,
+        "Not in the group; no heartbeats, but the coordinator is looked up ahead of a join."
+        " Initial state, and after leaving.",
+        finds_coordinator=True,
     ),
     S.JOINING: StateInfo(
         H.AT_ONCE,

@@ -1,5 +1,6 @@
 """What the background loop does with the bridge's requests and cells (no broker needed: the
-member stays unsubscribed, so the loop sends nothing on its own)."""
+member stays unsubscribed, so the loop's one request of its own is a coordinator lookup that
+finds nobody)."""
 
 from __future__ import annotations
 
