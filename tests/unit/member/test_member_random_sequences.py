@@ -116,7 +116,14 @@ class Checker:
                     for e in command.request.topic_partitions
                     for p in e.partitions
                 }
-                assert acked == set(member.owned_partitions) == self.data_plane
+                # An ack reports what is owned (and fetched) plus what the member may still hand
+                # out: the target's partitions, even those whose topic name is not known yet.
+                target = {
+                    TopicPartition(NAMES[item.topic_id], item.partition)
+                    for item in member.assignment.target
+                }
+                assert set(member.owned_partitions) == self.data_plane
+                assert acked == set(member.owned_partitions) | target
         self.seen = len(self.r.commands)
 
     def completed_revocation(self, request_id: int) -> None:
