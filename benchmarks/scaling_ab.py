@@ -105,23 +105,30 @@ def packed_group(
             owned += assigned
         return owned == partitions
 
+    def describe(group_members: list[Any]) -> str:
+        return ", ".join(f"{getattr(m, 'state', '?')}/{len(m.assignment())}" for m in group_members)
+
+    def converge(group_members: list[Any], what: str) -> float:
+        started = time.monotonic()
+        try:
+            wait_for(lambda: settled(group_members), 120, what, step_s=0.01)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; state/owned per member: {describe(group_members)}") from exc
+        return time.monotonic() - started
+
     def start(member: Any) -> None:
         member.subscribe([topic])
         threading.Thread(target=loop, args=(member,), daemon=True).start()
 
     result: dict[str, Any] = {"consumer_package": str(Path(consumer.__file__).parent)}
     try:
-        started = time.monotonic()
         for member in consumers:
             start(member)
-        wait_for(lambda: settled(consumers), 120, "the cold join to converge", step_s=0.01)
-        result["cold_join_s"] = time.monotonic() - started
+        result["cold_join_s"] = converge(consumers, "the cold join to converge")
         joiner = new_member()
         consumers.append(joiner)
-        started = time.monotonic()
         start(joiner)
-        wait_for(lambda: settled(consumers), 120, "the join to converge", step_s=0.01)
-        result["join_s"] = time.monotonic() - started
+        result["join_s"] = converge(consumers, "the join to converge")
         before = _thread_cpu_s()
         time.sleep(_STEADY_WINDOW_S)  # the measuring window itself, not a synchronisation
         after = _thread_cpu_s()
@@ -139,6 +146,7 @@ def packed_group(
 
 
 def _child(root: Path, args: list[str]) -> Any:
+    """The child's last stdout line as JSON, or ``{"failed": its stderr's tail}``."""
     out = subprocess.run(
         [sys.executable, *args],
         cwd=root,
@@ -149,7 +157,7 @@ def _child(root: Path, args: list[str]) -> Any:
         check=False,
     )
     if out.returncode != 0:
-        raise RuntimeError(f"child {args[:2]} failed in {root}:\n{out.stderr[-2000:]}")
+        return {"failed": out.stderr.strip()[-1500:]}
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -184,23 +192,31 @@ def run(
     time.sleep(10)  # let the broker's group coordinator see the new topic (see the docstring)
     packed: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     ack: dict[str, list[list[float]]] = {name: [] for name in trees}
+    failures: list[dict[str, Any]] = []
     for rep in range(repeat):
         order = ["ours", "baseline"] if rep % 2 == 0 else ["baseline", "ours"]
         for name in order:
             point = _child(trees[name], _packed_args(bootstrap, topic, partitions, members))
-            point["load_1m"] = os.getloadavg()[0]
+            point["load_1m"], point["rep"] = os.getloadavg()[0], rep
             packed[name].append(point)
             if ack_members:
-                ack[name].extend(_child(trees[name], ["-c", _ACK, bootstrap, str(ack_members)]))
+                samples = _child(trees[name], ["-c", _ACK, bootstrap, str(ack_members)])
+                if isinstance(samples, dict):
+                    failures.append({"case": "ack", "tree": name, "rep": rep, **samples})
+                else:
+                    ack[name].extend(samples)
             log(f"scaling A/B rep {rep} {name}: {point} (load {os.getloadavg()[0]:.1f})")
         if confluent:
             args = _packed_args(bootstrap, topic, partitions, members, "confluent-848")
             point = _child(REPO_ROOT, args)
-            point["load_1m"] = os.getloadavg()[0]
+            point["load_1m"], point["rep"] = os.getloadavg()[0], rep
             packed["confluent-848"].append(point)
             log(f"scaling A/B rep {rep} confluent-848: {point}")
     summaries: dict[str, Any] = {}
     for name in variants:
+        failed = [p for p in packed[name] if "failed" in p]
+        packed[name] = [p for p in packed[name] if "failed" not in p]
+        failures.extend({"case": "packed", "tree": name, **p} for p in failed)
         totals = [sample[0] for sample in ack.get(name, [])]
         sdk = [sample[1] for sample in ack.get(name, [])]
         summaries[name] = {
@@ -215,7 +231,13 @@ def run(
             "ack_total_p99_ms": percentile(totals, 0.99),
             "ack_sdk_p99_ms": percentile(sdk, 0.99),
         }
-    return {"topic": topic, "packed": packed, "ack": ack, "summaries": summaries}
+    return {
+        "topic": topic,
+        "packed": packed,
+        "ack": ack,
+        "failures": failures,
+        "summaries": summaries,
+    }
 
 
 def main() -> int:
@@ -263,6 +285,8 @@ def main() -> int:
     log(f"wrote {write_result(DEFAULT_RESULTS_DIR, args.name, payload)}")
     for name, stats in result["summaries"].items():
         print(f"{name}: {json.dumps(stats)}")
+    for failure in result["failures"]:
+        print(f"FAILED {failure['case']} {failure['tree']}: {failure['failed'][-600:]}")
     return 0
 
 
