@@ -87,6 +87,12 @@ class HeartbeatRequestManager(HeartbeatPacer):
         self._sent_owned_local_epoch = 0
         self._names_ever_sent = False
         self._regex_ever_sent = False
+        #: The owned set last grouped for the wire, and its grouping: the owned set is replaced,
+        #: never changed, so an idle member's heartbeats skip the O(partitions) sort.
+        self._grouped_owned: tuple[frozenset[TopicIdPartition], tuple[TopicPartitions, ...]] = (
+            frozenset(),
+            (),
+        )
         super().__init__(config, rng, next_id)
 
     def forget_sent(self) -> None:
@@ -127,9 +133,7 @@ class HeartbeatRequestManager(HeartbeatPacer):
             sent is None or sent.server_assignor != config.server_assignor
         ):
             assignor = config.server_assignor
-        owned: tuple[TopicPartitions, ...] = (
-            () if joining else group_by_topic(source.reported_owned_ids)
-        )
+        owned: tuple[TopicPartitions, ...] = () if joining else self._owned_by_topic(source)
         local_epoch = 0 if joining else source.owned_local_epoch
         topic_partitions: tuple[TopicPartitions, ...] | None = owned
         if (
@@ -170,6 +174,15 @@ class HeartbeatRequestManager(HeartbeatPacer):
         self._regex_ever_sent = self._regex_ever_sent or bool(regex)
         self.mark_sent(request_id, now_ms)
         return request
+
+    def _owned_by_topic(self, source: HeartbeatSource) -> tuple[TopicPartitions, ...]:
+        owned_ids = source.reported_owned_ids
+        last_ids, last_grouped = self._grouped_owned
+        if owned_ids is last_ids:
+            return last_grouped
+        grouped = group_by_topic(owned_ids)
+        self._grouped_owned = (owned_ids, grouped)
+        return grouped
 
     def _subscription_fields(
         self, source: HeartbeatSource, sent: HeartbeatRequest | None, joining: bool
