@@ -238,10 +238,18 @@ class CommitRequestManager:
             return job.job_id, False, self._finish_commit(job)
         job.attempts += 1
         if stale:
+            if self._epoch_moved_since_sent(job):
+                return None, False, [self._send_commit(job)]
             job.waiting_for_epoch = True
         else:
             job.retry_at_ms = now_ms + self._backoff.delay_ms(job.attempts)
         return None, stale, []
+
+    def _epoch_moved_since_sent(self, job: _CommitJob | _FetchJob) -> bool:
+        """True when the member epoch changed while ``job``'s request was in flight: its
+        STALE_MEMBER_EPOCH answer needs no fresh epoch, it already has one (waiting for the
+        next change would wait for a rebalance that may never come)."""
+        return job.sent_epoch != self._identity()[1]
 
     def _finish_commit(self, job: _CommitJob, *, quiet: bool = False) -> list[Command]:
         del self._commits[job.job_id]
@@ -296,6 +304,8 @@ class CommitRequestManager:
         if codes and codes <= RETRIABLE_OFFSET_ERRORS | {ErrorCode.STALE_MEMBER_EPOCH}:
             job.attempts += 1
             if ErrorCode.STALE_MEMBER_EPOCH in codes:
+                if self._epoch_moved_since_sent(job):
+                    return False, [self._send_fetch(job)]
                 job.waiting_for_epoch = True
                 return True, []
             job.retry_at_ms = now_ms + self._backoff.delay_ms(job.attempts)

@@ -157,6 +157,50 @@ def test_fetch_stale_epoch_is_retried_and_never_read_as_no_offset() -> None:
     assert r.last(ApplyAssignment).committed_offsets == {FOO_0: 41}
 
 
+def test_a_stale_fetch_answer_after_the_epoch_moved_is_sent_again_at_once() -> None:
+    """Regression (a 25-member cold join hung in RECONCILE_ASSIGNMENT, 3 of 30 runs): the
+    OffsetFetch left with epoch 1, a heartbeat answer moved the epoch to 2 while it was in flight,
+    then the fetch came back STALE_MEMBER_EPOCH. It waited for the *next* epoch change, which no
+    heartbeat brings once the group is balanced, so the round never ended."""
+    r = MemberRig()
+    r.respond(r.join(), 1, {FOO: (0,)})
+    from consumer.member import MetadataResolved
+
+    r.handle(MetadataResolved({FOO: "foo"}))
+    fetch = r.last(FetchCommittedOffsets)
+    assert fetch.member_epoch == 1
+    r.advance(5_000)
+    hb = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    r.handle(HeartbeatSucceeded(hb.request_id, 2, 5_000))  # the same target, a new epoch
+    r.handle(CommittedOffsetsFetched(fetch.request_id, {}, error_code=113))
+    retry = r.last(FetchCommittedOffsets)
+    assert retry is not fetch, "sent again with the epoch it already has"
+    assert retry.member_epoch == 2
+    r.handle(CommittedOffsetsFetched(retry.request_id, {FOO_0: 7}))
+    from consumer.member import ApplyAssignment
+
+    assert r.last(ApplyAssignment).committed_offsets == {FOO_0: 7}
+
+
+def test_a_stale_commit_answer_after_the_epoch_moved_is_sent_again_at_once() -> None:
+    r = MemberRig()
+    r.stable({FOO: (0, 1)})
+    r.handle(AppPolled({FOO_0: 5}))
+    r.advance(5_000)
+    hb = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    r.respond(hb, 2, {FOO: (1,)})
+    r.stop_done()
+    first = r.last(CommitOffsets)
+    assert first.member_epoch == 2
+    r.advance(5_000)
+    hb = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
+    r.handle(HeartbeatSucceeded(hb.request_id, 3, 5_000))  # epoch moved while in flight
+    r.handle(CommitCompleted(first.request_id, {FOO_0: 113}))
+    retry = r.last(CommitOffsets)
+    assert retry is not first
+    assert retry.member_epoch == 3
+
+
 def test_fetch_non_retriable_error_is_reported_and_the_reset_policy_applies() -> None:
     r = MemberRig()
     r.respond(r.join(), 1, {FOO: (0,)})
