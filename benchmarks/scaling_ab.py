@@ -272,6 +272,7 @@ def main() -> int:
     )
     payload = {
         "benchmark": "scaling_ab",
+        "size": "full",  # docs/benchmarks.md's conditions table lists every result file's size
         "repeat": args.repeat,
         "command": "python -m benchmarks.scaling_ab " + " ".join(sys.argv[1:]),
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
