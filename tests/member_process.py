@@ -17,7 +17,7 @@ Started by :func:`spawn` (``python -m tests.member_process SPEC``); read back by
   ``slow_revoke_s`` (a slow ``on_revoke``), ``late_commit_revoked`` (commit revoked partitions
   afterwards), ``assign_raise_once`` (``on_assign`` raises once), ``hold_first_assign_file``
   (the first ``on_assign`` with partitions returns only once that file exists), ``poll_gaps_s``
-  (no poll for that long, once STABLE).
+  (no poll for that long, once STABLE, and only while the member is STABLE).
 
 The member subscribes, consumes in batches, processes each record (records it), commits as
 ``commit`` says, and stops on SIGTERM with ``close()`` (a graceful leave). Everything goes to
@@ -154,6 +154,7 @@ class Member:
         self.assign_held = False
         self.revoked_pending: list[tuple[str, int, int]] = []
         self.stable_seen = threading.Event()
+        self.state_now = ""
         impl = spec.get("impl", OURS)
         config: dict[str, Any] = {**spec["config"], "error_cb": self.on_error}
         if impl == OURS:
@@ -194,6 +195,7 @@ class Member:
 
     def on_state_change(self, _previous: str, current: str) -> None:
         self.timeline.state(self.name, current)
+        self.state_now = current
         if current == "STABLE":
             self.stable_seen.set()
 
@@ -333,7 +335,7 @@ class Member:
                 member_id_recorded = True
             if self.revoked_pending:
                 self.late_commit()
-            if gaps and self.stable_seen.is_set() and self.owned:
+            if gaps and self.stable_seen.is_set() and self.state_now == "STABLE" and self.owned:
                 gap = gaps.pop(0)
                 self.side("gap", seconds=gap, phase="start")
                 time.sleep(gap)  # the deliberate fault: no poll() for longer than allowed
