@@ -17,7 +17,9 @@ alternates), two cases, each in a fresh child process whose ``PYTHONPATH`` is th
 ``--confluent`` adds confluent-kafka's KIP-848 consumer to the packed case (same topic, same
 polling threads, run after the two trees in each repetition): the gap left. Its members have no
 published state, so it converges when every member's ``assignment()`` is non-empty and they add
-up to every partition (ours must also be STABLE: it is at the ack's answer).
+up to every partition (ours must also be STABLE: it is at the ack's answer). What a member owns
+comes from its rebalance callbacks, for both: confluent-kafka serialises calls on a handle, so
+``assignment()`` from the harness's thread would wait behind the member's ``poll()`` loop.
 
 Prints the summaries and writes ``benchmarks/results/scaling_ab.json`` (``--name`` to change).
 """
@@ -94,19 +96,26 @@ def packed_group(
         while not stop.is_set():
             member.poll(0.1)
 
+    # What each member owns, from its own rebalance callbacks (run by its polling thread):
+    # confluent-kafka 2.16 serialises calls on one handle, so ``assignment()`` from this thread
+    # waits behind a ``poll()`` loop that never pauses, and a wait on it never ends.
+    owned_by: dict[int, set[tuple[str, int]]] = {}
+
     def settled(group_members: list[Any]) -> bool:
         owned = 0
         for member in group_members:
             if impl == "ours" and member.state != "STABLE":
                 return False
-            assigned = len(member.assignment())
+            assigned = len(owned_by[id(member)])
             if not assigned:
                 return False
             owned += assigned
         return owned == partitions
 
     def describe(group_members: list[Any]) -> str:
-        return ", ".join(f"{getattr(m, 'state', '?')}/{len(m.assignment())}" for m in group_members)
+        return ", ".join(
+            f"{getattr(m, 'state', '?')}/{len(owned_by[id(m)])}" for m in group_members
+        )
 
     def converge(group_members: list[Any], what: str) -> float:
         started = time.monotonic()
@@ -117,7 +126,15 @@ def packed_group(
         return time.monotonic() - started
 
     def start(member: Any) -> None:
-        member.subscribe([topic])
+        owned = owned_by.setdefault(id(member), set())
+
+        def on_assign(_consumer: Any, partitions: list[Any]) -> None:
+            owned.update((tp.topic, tp.partition) for tp in partitions)
+
+        def on_revoke(_consumer: Any, partitions: list[Any]) -> None:
+            owned.difference_update((tp.topic, tp.partition) for tp in partitions)
+
+        member.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
         threading.Thread(target=loop, args=(member,), daemon=True).start()
 
     result: dict[str, Any] = {"consumer_package": str(Path(consumer.__file__).parent)}
