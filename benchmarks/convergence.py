@@ -45,6 +45,7 @@ from benchmarks.common import (
     ratio,
     summary,
     topic_partitions,
+    warm_topic_for_groups,
 )
 
 IMPLEMENTATIONS = ("ours", "confluent-848", "classic-coop", "classic-eager")
@@ -371,6 +372,7 @@ def _ensure_topic(bootstrap: str, name: str, partitions: int) -> str:
         if topic_partitions(bootstrap, name) is not None:
             name = f"{name}-{uuid.uuid4().hex[:6]}"
         create_topic(bootstrap, name, partitions)
+        warm_topic_for_groups(bootstrap, name, partitions)
     return name
 
 

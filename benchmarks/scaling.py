@@ -47,6 +47,7 @@ from benchmarks.common import (
     read_results,
     summary,
     topic_partitions,
+    warm_topic_for_groups,
     write_result,
 )
 from benchmarks.convergence import (
@@ -182,6 +183,7 @@ def _topic(bootstrap: str, name: str, partitions: int) -> str:
             if time.monotonic() > deadline:
                 raise
             time.sleep(1)
+        warm_topic_for_groups(bootstrap, name, partitions, timeout_s=300)
         return name
 
 

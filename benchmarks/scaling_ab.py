@@ -45,6 +45,7 @@ from benchmarks.common import (
     machine_facts,
     percentile,
     wait_for,
+    warm_topic_for_groups,
     write_result,
 )
 
@@ -206,7 +207,7 @@ def run(
     variants = [*trees, "confluent-848"] if confluent else list(trees)
     topic = f"bench-packed-{partitions}-{uuid.uuid4().hex[:6]}"
     create_topic(bootstrap, topic, partitions)
-    time.sleep(10)  # let the broker's group coordinator see the new topic (see the docstring)
+    warm_topic_for_groups(bootstrap, topic, partitions)  # see the docstring
     packed: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     ack: dict[str, list[list[float]]] = {name: [] for name in trees}
     failures: list[dict[str, Any]] = []
