@@ -67,6 +67,16 @@ class AckRecorder:
         with self.lock:
             return self.members.setdefault(id(requests), _MemberClock())
 
+    def pending(self) -> int:
+        """Members that received an assignment they have not acknowledged yet."""
+        with self.lock:
+            return sum(clock.pending_since is not None for clock in self.members.values())
+
+    def snapshot(self) -> list[tuple[float, float]]:
+        """The samples so far (later ones, e.g. heartbeats during close(), are not kept)."""
+        with self.lock:
+            return list(self.samples)
+
 
 @contextmanager
 def recording() -> Iterator[AckRecorder]:
@@ -174,11 +184,16 @@ def run_case(bootstrap: str, members: int, partitions: int, steps: int, grow: in
                     timeout_s,
                     f"the group to own {total} partitions",
                 )
+            # An assignment that arrives after the last check is acknowledged as usual, but only
+            # while the polling threads still serve its callbacks: wait for those acks before
+            # stopping them, or close() would record the next interval heartbeat as the ack.
+            wait_for(lambda: recorder.pending() == 0, timeout_s, "every received assignment's ack")
+            samples = recorder.snapshot()
         finally:
             poller.join()
             for consumer in consumers:
                 consumer.close()
-        return list(recorder.samples)
+        return samples
 
 
 def run(bootstrap: str, size: str, repeat: int, members: list[int] | None = None) -> dict[str, Any]:
