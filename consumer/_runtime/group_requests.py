@@ -8,6 +8,7 @@ become inputs the member knows how to handle: retry, rediscover, fence or fail).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -67,6 +68,9 @@ UNSUPPORTED_VERSION = 35
 #: Pause before a ListOffsets is retried after a leader change or a transport failure (as
 #: ``retry.backoff.ms``'s default; the retries stop at the request timeout).
 _LIST_OFFSETS_RETRY_BACKOFF_MS = 100
+#: Up to this many brokers, a partition whose leader is unknown is asked of each of them
+#: instead of parsing the topic's whole Metadata (see GroupRequests.list_start_offsets).
+_PROBE_MAX_BROKERS = 3
 #: ListOffsets timestamps of the reset policies.
 _POLICY_TIMESTAMPS = {
     ResetPolicy.EARLIEST: EARLIEST_TIMESTAMP,
@@ -202,17 +206,25 @@ class GroupRequests:
                     self._leaders.pop(key, None)
 
     async def list_start_offsets(self, command: ListStartOffsets) -> StartOffsetsListed:
-        """ListOffsets to each partition's leader (one request per leader, concurrently).
+        """ListOffsets to each partition's leader (one request per broker, concurrently).
 
-        Leaders come from the metadata already learned, else from a Metadata request. A
-        partition whose leader moved or is unknown (NOT_LEADER_OR_FOLLOWER,
-        UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, any retriable error) or whose request
-        failed in transit is asked again after fresh metadata, until the request timeout; a
-        partition still without an offset then (or with a non-retriable error) is left out of
-        the answer, and the data plane falls back to the logical offset for it.
+        Leaders come from the metadata already learned. A partition whose leader is unknown (a
+        partition just added to the topic) is asked of every broker of a small cluster (at most
+        ``_PROBE_MAX_BROKERS``): only its leader answers with an offset, the others with
+        NOT_LEADER_OR_FOLLOWER, and no Metadata of the whole topic is parsed (with 50 members in
+        one process that parse cost about 44 ms per member and growth step); a larger cluster
+        asks Metadata first. A partition whose leader moved (NOT_LEADER_OR_FOLLOWER,
+        UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, any retriable error), that no broker
+        answered, or whose request failed in transit is asked again after fresh metadata, until
+        the request timeout; a partition still without an offset then (or with a non-retriable
+        error) is left out of the answer, and the data plane falls back to the logical offset.
         """
         deadline_s = time.monotonic() + self._request_timeout_ms / 1000
-        timestamp = _POLICY_TIMESTAMPS[command.policy]
+        ask = functools.partial(
+            self._list_offsets,
+            timestamp=_POLICY_TIMESTAMPS[command.policy],
+            read_committed=command.read_committed,
+        )
         found: dict[TopicPartition, int] = {}
         pending = set(command.partitions)
         refresh = False
@@ -222,16 +234,20 @@ class GroupRequests:
             for tp in pending:
                 if tp in leaders:
                     by_leader.setdefault(leaders[tp], []).append(tp)
+            unknown = sorted(pending - leaders.keys())
+            probed = self._probe_nodes() if unknown and not refresh else []
             answers = await asyncio.gather(
-                *(
-                    self._list_offsets(node, parts, timestamp, command.read_committed)
-                    for node, parts in by_leader.items()
-                )
+                *(ask(node, parts) for node, parts in by_leader.items()),
+                *(ask(node, unknown) for node in probed),
             )
-            retry: set[TopicPartition] = {tp for tp in pending if tp not in leaders}
-            for listed, again in answers:
+            retry = set(unknown)
+            for (listed, again), node in zip(answers, [*by_leader, *probed], strict=True):
                 found.update(listed)
-                retry |= again
+                if node in probed:
+                    self._leaders.update(dict.fromkeys(listed, node))  # it leads them
+                    retry -= listed.keys()
+                else:
+                    retry |= again
             pending = retry
             if not pending or time.monotonic() + _LIST_OFFSETS_RETRY_BACKOFF_MS / 1000 > deadline_s:
                 break
@@ -241,10 +257,17 @@ class GroupRequests:
             _log.debug("start offsets not found for %s: logical offsets apply", sorted(pending))
         return StartOffsetsListed(command.request_id, found)
 
+    def _probe_nodes(self) -> list[int]:
+        """The brokers to ask for partitions whose leader is unknown ([]: too many, or none)."""
+        brokers = sorted(self._cluster.brokers)
+        return brokers if len(brokers) <= _PROBE_MAX_BROKERS else []
+
     async def _leaders_of(self, partitions: Iterable[TopicPartition], refresh: bool) -> _Leaders:
-        """The known leaders of ``partitions``; metadata first if one is unknown or ``refresh``."""
+        """The known leaders of ``partitions``; metadata first on ``refresh``, or when one is
+        unknown and the cluster is too large to ask every broker."""
         wanted = set(partitions)
-        if refresh or any(tp not in self._leaders for tp in wanted):
+        unknown = any(tp not in self._leaders for tp in wanted)
+        if refresh or (unknown and not self._probe_nodes()):
             try:
                 self._learn(await self._cluster.metadata(sorted({tp.topic for tp in wanted})))
             except ConsumerError as exc:
@@ -252,7 +275,12 @@ class GroupRequests:
         return {tp: self._leaders[tp] for tp in wanted if tp in self._leaders}
 
     async def _list_offsets(
-        self, node_id: int, partitions: list[TopicPartition], timestamp: int, read_committed: bool
+        self,
+        node_id: int,
+        partitions: list[TopicPartition],
+        *,
+        timestamp: int,
+        read_committed: bool,
     ) -> tuple[dict[TopicPartition, int], set[TopicPartition]]:
         """One ListOffsets to broker ``node_id``: the offsets found, and the partitions to ask
         again (retriable errors, transport failures). Non-retriable errors drop a partition."""

@@ -49,7 +49,7 @@ class _Connection:
     async def request(self, payload: Any, *, timeout_ms: int | None = None) -> Any:
         self.cluster.sent.append((self.node_id, payload))
         await asyncio.sleep(0)
-        answer = self.cluster.answers[self.node_id]
+        answer = self.cluster.answers.get(self.node_id)
         if answer is None:
             raise KafkaConnectionError(f"broker {self.node_id} is gone")
         partitions = []
@@ -76,11 +76,21 @@ class _Connection:
 
 
 class _Cluster:
-    """Leaders per partition (changeable between metadata answers) and each broker's answer."""
+    """Leaders per partition (changeable between metadata answers) and each broker's answer.
 
-    def __init__(self, leaders: dict[int, int], answers: dict[int, Answer | None]) -> None:
+    Four brokers by default: more than GroupRequests asks all at once, so unknown leaders are
+    looked up with Metadata; ``brokers=(1, 2)`` makes it ask both instead.
+    """
+
+    def __init__(
+        self,
+        leaders: dict[int, int],
+        answers: dict[int, Answer | None],
+        brokers: tuple[int, ...] = (1, 2, 3, 4),
+    ) -> None:
         self.leaders = leaders
         self.answers = answers
+        self.brokers = dict.fromkeys(brokers)
         self.metadata_calls = 0
         self.sent: list[tuple[int, Any]] = []
 
@@ -145,3 +155,28 @@ def test_a_non_retriable_error_drops_the_partition_at_once(error: ErrorCode) -> 
     listed = _list(cluster, P0)
     assert listed.offsets == {}
     assert len(cluster.sent) == 1
+
+
+def test_unknown_leaders_of_a_small_cluster_are_asked_of_every_broker_without_metadata() -> None:
+    leaders = {0: 1, 1: 2}
+
+    def answer_as(node: int) -> Answer:
+        return lambda p: 30 + p if leaders[p] == node else ErrorCode.not_leader_or_follower
+
+    cluster = _Cluster(leaders, {1: answer_as(1), 2: answer_as(2)}, brokers=(1, 2))
+    requests = GroupRequests(cluster, "g", request_timeout_ms=2_000)  # type: ignore[arg-type]
+    command = ListStartOffsets(1, (P0, P1), ResetPolicy.LATEST, read_committed=False)
+    listed = asyncio.run(requests.list_start_offsets(command))
+    assert listed.offsets == {P0: 30, P1: 31}
+    assert cluster.metadata_calls == 0
+    assert sorted(node for node, _ in cluster.sent) == [1, 2]
+    # The answers taught the leaders: the next lookup asks each leader only for its own.
+    cluster.sent.clear()
+    command = ListStartOffsets(2, (P0, P1), ResetPolicy.LATEST, read_committed=False)
+    again = asyncio.run(requests.list_start_offsets(command))
+    assert again.offsets == {P0: 30, P1: 31}
+    assert sorted(
+        (node, [int(p.partition_index) for t in r.topics for p in t.partitions])
+        for node, r in cluster.sent
+    ) == [(1, [0]), (2, [1])]
+    assert cluster.metadata_calls == 0
