@@ -360,10 +360,11 @@ class AppThreadServer:
         starts: dict[tuple[str, int], int] = {}
         for tp in command.added:
             key = (tp.topic, tp.partition)
-            committed = command.committed_offsets.get(tp)
-            starts[key] = overrides.get(
-                key, committed if committed is not None else self._reset_start()
-            )
+            # Committed, else the reset policy's absolute offset (looked up off this thread),
+            # else its logical offset (the lookup failed: the data plane resolves it).
+            start = command.committed_offsets.get(tp)
+            start = command.start_offsets.get(tp) if start is None else start
+            starts[key] = overrides.get(key, self._reset_start() if start is None else start)
         self.owned = set(command.assigned)
         self.to_background.put(AssignmentApplied(command.request_id))
         return starts

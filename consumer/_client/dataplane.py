@@ -3,11 +3,14 @@
 The librdkafka consumer comes from :mod:`consumer._client.librdkafka`. It never subscribes and
 never commits: the member does that with its epoch (or, for manually assigned partitions, as a
 non-member). Partitions are added and removed with ``incremental_assign`` /
-``incremental_unassign`` at explicit start offsets (the committed offset the member fetched, or
-the beginning/end the reset policy names, looked up first: see ``DataPlane._resolve_logical``),
-so librdkafka never consults a group for the member's partitions; only a manually assigned
-partition given without an offset starts at ``OFFSET_STORED``, which librdkafka resolves with an
-OffsetFetch, as confluent-kafka does.
+``incremental_unassign`` at explicit start offsets: the committed offset the member fetched, or
+the absolute beginning/end the reset policy names, which the member's round looked up with
+ListOffsets on the background loop (``ApplyAssignment.start_offsets``), so the group path makes
+no lookup on the application thread. Logical offsets still come here when that lookup failed,
+from ``on_assign``'s own ``incremental_assign`` and from manual assignment; they are resolved
+first (see ``DataPlane._resolve_logical``). librdkafka never consults a group for the member's
+partitions; only a manually assigned partition given without an offset starts at
+``OFFSET_STORED``, which librdkafka resolves with an OffsetFetch, as confluent-kafka does.
 
 librdkafka refuses to create a consumer without a ``group.id`` even in assign mode; the group id
 it is given is the member's, but it neither joins that group nor commits to it.
@@ -93,6 +96,11 @@ class DataPlane:
         ``tests/integration/test_dataplane_reassign.py``. An absolute offset needs no lookup.
         One ListOffsets for all of them (earliest: -2, latest: -1, at the data plane's
         isolation level, as librdkafka's own reset uses); on an error the logical offsets stay.
+
+        It blocks the application thread (p50 152 ms with 50 data planes in one process), so
+        the group path does not come here: the member's round resolves the reset policy's
+        offsets on the background loop. This is the fallback for a failed lookup, for logical
+        offsets given in ``on_assign`` and for manual assignment.
         """
         if not partitions:
             return

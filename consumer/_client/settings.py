@@ -78,6 +78,8 @@ def member_config(cfg: ConsumerConfig) -> MemberConfig:
         auto_commit_interval_ms=max(1, cfg.auto_commit_interval_ms),
         retry_backoff_ms=cfg.retry_backoff_ms,
         retry_backoff_max_ms=max(cfg.retry_backoff_ms, cfg.retry_backoff_max_ms),
+        auto_offset_reset=cfg.auto_offset_reset,
+        isolation_level=cfg.isolation_level,
     )
 
 

@@ -47,6 +47,7 @@ from consumer.member import (
     FetchMetadata,
     FindCoordinator,
     Input,
+    ListStartOffsets,
     Member,
     MemberConfig,
     MemberState,
@@ -340,6 +341,8 @@ class BackgroundRuntime:
                     self._spawn(requests.commit(command))
                 case FetchCommittedOffsets():
                     self._spawn(requests.fetch_committed(command))
+                case ListStartOffsets():
+                    self._spawn(requests.list_start_offsets(command))
                 case ShutDown():
                     self._to_application.put(command)
                     self._stop_requested = True

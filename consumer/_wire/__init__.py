@@ -51,6 +51,13 @@ from .list_groups import (
     build_list_groups_request,
     parse_list_groups_response,
 )
+from .list_offsets import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    ListedOffset,
+    build_list_offsets_request,
+    parse_list_offsets_response,
+)
 from .metadata import (
     BrokerAddress,
     ClusterMetadata,
@@ -125,6 +132,8 @@ from .versions import (
 
 __all__ = [
     "ALL_GROUP_APIS",
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
     "CLIENT_SOFTWARE_NAME",
     "DEFAULT_MAX_FRAME_BYTES",
     "KIP848_MISSING_MESSAGE",
@@ -202,8 +211,11 @@ __all__ = [
     "build_share_fetch_request",
     "parse_share_fetch_response",
     "ListedGroup",
+    "ListedOffset",
     "build_list_groups_request",
+    "build_list_offsets_request",
     "parse_list_groups_response",
+    "parse_list_offsets_response",
     "DescribedShareGroup",
     "DescribedShareMember",
     "build_share_group_describe_request",

@@ -30,6 +30,7 @@ __all__ = [
 class ApiKey(enum.IntEnum):
     """The Kafka APIs this SDK sends, by their protocol key."""
 
+    LIST_OFFSETS = 2
     OFFSET_COMMIT = 8
     OFFSET_FETCH = 9
     METADATA = 3
@@ -76,6 +77,8 @@ SUPPORTED_VERSIONS: Final[Mapping[ApiKey, VersionRange]] = MappingProxyType(
         ApiKey.OFFSET_COMMIT: VersionRange(9, 10),
         ApiKey.OFFSET_FETCH: VersionRange(9, 10),
         ApiKey.CONSUMER_GROUP_DESCRIBE: VersionRange(0, 1),
+        # The reset policy's start offsets (earliest -2, latest -1); v6+ is flexible.
+        ApiKey.LIST_OFFSETS: VersionRange(6, 10),
         # v0 was early access (Apache Kafka 4.0) and is gone; v1 is KIP-932 as released.
         ApiKey.SHARE_GROUP_HEARTBEAT: VersionRange(1, 1),
         # ShareFetch, ShareAcknowledge: v1 is stable KIP-932 (4.1+); v2 (4.2+) adds the acquire
@@ -113,6 +116,7 @@ KIP932_MISSING_MESSAGE: Final = (
 )
 
 _API_LABELS: Final[Mapping[ApiKey, str]] = {
+    ApiKey.LIST_OFFSETS: "ListOffsets",
     ApiKey.OFFSET_COMMIT: "OffsetCommit",
     ApiKey.OFFSET_FETCH: "OffsetFetch",
     ApiKey.METADATA: "Metadata",

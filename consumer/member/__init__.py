@@ -8,12 +8,13 @@ Inputs (past tense, :mod:`consumer.member.inputs`):
     Subscribed, Unsubscribed, AppPolled, ConsumedOffsetsReported, CommitRequested,
     PollIntervalExpired, CloseRequested, FetchingStopped, RevocationCompleted, CallbackCompleted,
     AssignmentApplied, HeartbeatSucceeded, HeartbeatFailed, HeartbeatTransportFailed,
-    CoordinatorChanged, CoordinatorLost, MetadataResolved, CommitCompleted, CommittedOffsetsFetched.
+    CoordinatorChanged, CoordinatorLost, MetadataResolved, CommitCompleted, CommittedOffsetsFetched,
+    StartOffsetsListed.
 
 Commands (imperative, :mod:`consumer.member.commands`):
     SendHeartbeat (with a HeartbeatRequest), FindCoordinator, FetchMetadata, CommitOffsets,
-    FetchCommittedOffsets, StopFetching, ApplyAssignment, InvokeOnRevoke, InvokeOnAssign,
-    InvokeOnLost, ReportError, ReportCommitResult, ShutDown.
+    FetchCommittedOffsets, ListStartOffsets, StopFetching, ApplyAssignment, InvokeOnRevoke,
+    InvokeOnAssign, InvokeOnLost, ReportError, ReportCommitResult, ShutDown.
 
 States are described in :mod:`consumer.member.states`; every transition is a row of the rules
 table in :mod:`consumer.member.rules`; the heartbeat error table is in
@@ -36,8 +37,10 @@ from consumer.member.commands import (
     InvokeOnAssign,
     InvokeOnLost,
     InvokeOnRevoke,
+    ListStartOffsets,
     ReportCommitResult,
     ReportError,
+    ResetPolicy,
     SendHeartbeat,
     ShutDown,
     StopFetching,
@@ -77,6 +80,7 @@ from consumer.member.inputs import (
     MetadataResolved,
     PollIntervalExpired,
     RevocationCompleted,
+    StartOffsetsListed,
     Subscribed,
     Unsubscribed,
 )
@@ -124,6 +128,7 @@ __all__ = [
     "InvokeOnRevoke",
     "JOIN_EPOCH",
     "LEAVE_EPOCH",
+    "ListStartOffsets",
     "Member",
     "MemberConfig",
     "MemberConfigError",
@@ -136,11 +141,13 @@ __all__ = [
     "RULES",
     "ReportCommitResult",
     "ReportError",
+    "ResetPolicy",
     "RevocationCompleted",
     "STATES",
     "STATIC_LEAVE_EPOCH",
     "SendHeartbeat",
     "ShutDown",
+    "StartOffsetsListed",
     "StopFetching",
     "Subscribed",
     "TopicIdPartition",

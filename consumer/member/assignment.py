@@ -10,9 +10,12 @@ A *round* moves the owned assignment towards a target through the phases declare
 3. REVOKING: ``InvokeOnRevoke(revoked)``, wait for ``RevocationCompleted`` (bounded by the
    rebalance timeout: past it the partitions are treated as lost and the member fences itself);
 4. FETCHING_OFFSETS: ``FetchCommittedOffsets(added)``, wait for ``CommittedOffsetsFetched``;
-5. ASSIGNING: ``ApplyAssignment`` + ``InvokeOnAssign(added)`` (always, even when nothing is new),
+5. LISTING_OFFSETS: ``ListStartOffsets`` of the added partitions with nothing committed, when
+   ``auto.offset.reset`` is earliest or latest; wait for ``StartOffsetsListed`` (the data plane
+   then starts at absolute offsets and looks nothing up on the application thread);
+6. ASSIGNING: ``ApplyAssignment`` + ``InvokeOnAssign(added)`` (always, even when nothing is new),
    wait for both ``AssignmentApplied`` and ``CallbackCompleted``;
-6. the owned assignment becomes the round's target: the round reports ROUND_FINISHED.
+7. the owned assignment becomes the round's target: the round reports ROUND_FINISHED.
 
 Releasing everything (leaving: REVOKE_ALL, phases 1-3; fencing, staleness, fatal errors: LOSE_ALL,
 the LOSING phase with ``InvokeOnLost`` and no commit) reports RELEASED.
@@ -29,7 +32,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from consumer.member.commands import (
     ApplyAssignment,
@@ -39,6 +41,7 @@ from consumer.member.commands import (
     InvokeOnAssign,
     InvokeOnLost,
     InvokeOnRevoke,
+    ListStartOffsets,
     ReportError,
     StopFetching,
 )
@@ -49,6 +52,7 @@ from consumer.member.inputs import (
     CallbackCompleted,
     FetchingStopped,
     RevocationCompleted,
+    StartOffsetsListed,
 )
 from consumer.member.machine import StepCursor
 from consumer.member.partitions import (
@@ -57,6 +61,14 @@ from consumer.member.partitions import (
     TopicPartition,
 )
 from consumer.member.reconcile import name_partitions, plan_round, resolve_target, topic_ids_of
+from consumer.member.round import (
+    Round,
+    Step,
+    callback_error,
+    nothing,
+    partitions_to_reset,
+    reset_policy,
+)
 from consumer.member.rules import (
     PHASES,
     ROUND_OUTCOMES,
@@ -66,36 +78,6 @@ from consumer.member.rules import (
     RoundPhase,
     Skip,
 )
-
-#: What a manager step decided: commands to run, and an outcome for the rules (or None).
-Step = tuple[list[Command], Outcome | None]
-
-
-def _nothing() -> Step:
-    return [], None
-
-
-@dataclass(slots=True)
-class _Round:
-    kind: RoundKind
-    local_epoch: int
-    resolved: frozenset[TopicIdPartition]
-    revoked: tuple[TopicPartition, ...]
-    added: tuple[TopicPartition, ...]
-    assigned: tuple[TopicPartition, ...]
-    deadline_ms: int
-    commit_reason: CommitReason
-    steps: StepCursor[RoundPhase]
-    waiting_id: int | None = None
-    callback_id: int | None = None
-    committed_offsets: dict[TopicPartition, int | None] = field(default_factory=dict)
-    applied: bool = False
-    callback_done: bool = False
-
-    @property
-    def phase(self) -> RoundPhase | None:
-        """The phase the round is in (None before the first and after the last)."""
-        return self.steps.current
 
 
 class AssignmentManager:
@@ -112,7 +94,7 @@ class AssignmentManager:
         self.current: frozenset[TopicIdPartition] = frozenset()
         self.current_local_epoch = 0
         self.topic_names: dict[uuid.UUID, str] = {}
-        self.round: _Round | None = None
+        self.round: Round | None = None
         self._metadata_retry_at_ms: int | None = None
         self._metadata_requested: frozenset[uuid.UUID] = frozenset()
         self._metadata_outstanding = False
@@ -178,7 +160,7 @@ class AssignmentManager:
         unchanged, newer target: acknowledge), or None (a round runs, started, or waits for names).
         """
         if self.round is not None:
-            return _nothing()
+            return nothing()
         split = resolve_target(self.target, self.topic_names)
         commands = self._maybe_fetch_metadata(split.unresolved_topic_ids, now_ms)
         if split.resolved == self.current:
@@ -189,7 +171,7 @@ class AssignmentManager:
             self.current_local_epoch = self.target_local_epoch
             return commands, Outcome.TARGET_EPOCH_ADVANCED
         plan = plan_round(self.current, split.resolved)
-        self.round = _Round(
+        self.round = Round(
             kind=RoundKind.RECONCILE,
             local_epoch=self.target_local_epoch,
             resolved=split.resolved,
@@ -218,7 +200,7 @@ class AssignmentManager:
 
     def start_release(self, kind: RoundKind, now_ms: int, commit_reason: CommitReason) -> Step:
         """Release every owned partition (REVOKE_ALL or LOSE_ALL); replaces a running round."""
-        self.round = _Round(
+        self.round = Round(
             kind=kind,
             local_epoch=self.current_local_epoch,
             resolved=frozenset(),
@@ -233,7 +215,7 @@ class AssignmentManager:
 
     # --- phases -----------------------------------------------------------------------------
 
-    def _skips(self, rnd: _Round, phase: RoundPhase) -> bool:
+    def _skips(self, rnd: Round, phase: RoundPhase) -> bool:
         reason = PHASES[phase].skipped_when
         if reason is Skip.NOTHING_REVOKED:
             return not rnd.revoked
@@ -241,9 +223,12 @@ class AssignmentManager:
             return not self._config.auto_commit or not self._commits.uncommitted(rnd.revoked)
         if reason is Skip.NOTHING_ADDED:
             return not rnd.added
+        if reason is Skip.NOTHING_TO_RESET:
+            policy = reset_policy(self._config.auto_offset_reset)
+            return policy is None or not partitions_to_reset(rnd.added, rnd.committed_offsets)
         return False
 
-    def _next_phase(self, rnd: _Round, now_ms: int) -> Step:
+    def _next_phase(self, rnd: Round, now_ms: int) -> Step:
         """Enter the next phase that has something to do, or finish the round."""
         phase = rnd.steps.advance(lambda candidate: self._skips(rnd, candidate))
         if phase is None:
@@ -268,6 +253,9 @@ class AssignmentManager:
             commands.append(InvokeOnLost(rnd.callback_id, rnd.revoked))
         elif phase is RoundPhase.FETCHING_OFFSETS:
             rnd.waiting_id, commands = self._commits.start_fetch(rnd.added)
+        elif phase is RoundPhase.LISTING_OFFSETS:
+            rnd.waiting_id = self._next_id()
+            commands = [self._list_start_offsets(rnd, rnd.waiting_id)]
         else:
             rnd.waiting_id = self._next_id()
             rnd.callback_id = self._next_id()
@@ -278,12 +266,23 @@ class AssignmentManager:
                     added=rnd.added,
                     removed=rnd.revoked,
                     committed_offsets=dict(rnd.committed_offsets),
+                    start_offsets=dict(rnd.start_offsets),
                 ),
                 InvokeOnAssign(rnd.callback_id, rnd.added),
             ]
         return commands, None
 
-    def _finish(self, rnd: _Round) -> Step:
+    def _list_start_offsets(self, rnd: Round, request_id: int) -> ListStartOffsets:
+        policy = reset_policy(self._config.auto_offset_reset)
+        assert policy is not None  # the phase is skipped otherwise
+        return ListStartOffsets(
+            request_id=request_id,
+            partitions=partitions_to_reset(rnd.added, rnd.committed_offsets),
+            policy=policy,
+            read_committed=self._config.isolation_level == "read_committed",
+        )
+
+    def _finish(self, rnd: Round) -> Step:
         self.round = None
         commands: list[Command] = []
         if rnd.kind is RoundKind.RECONCILE:
@@ -298,7 +297,7 @@ class AssignmentManager:
         commands += self._commits.forget(self.owned_named)
         return commands, ROUND_OUTCOMES[rnd.kind]
 
-    def _waiting(self, phase: RoundPhase) -> _Round | None:
+    def _waiting(self, phase: RoundPhase) -> Round | None:
         """The running round if it is in ``phase``."""
         rnd = self.round
         return rnd if rnd is not None and rnd.phase is phase else None
@@ -309,22 +308,22 @@ class AssignmentManager:
         """Fetching of the revoked partitions stopped (its offsets are already recorded)."""
         rnd = self._waiting(RoundPhase.STOPPING)
         if rnd is None or rnd.waiting_id != stopped.request_id:
-            return _nothing()
+            return nothing()
         return self._next_phase(rnd, now_ms)
 
     def on_commit_finished(self, job_id: int, now_ms: int) -> Step:
         """A commit job ended (success, failure or deadline): continue with the revocation."""
         rnd = self._waiting(RoundPhase.COMMITTING)
         if rnd is None or rnd.waiting_id != job_id:
-            return _nothing()
+            return nothing()
         return self._next_phase(rnd, now_ms)
 
     def on_revocation_completed(self, completed: RevocationCompleted, now_ms: int) -> Step:
         """The application finished revoking (maybe with an error, which is reported)."""
         rnd = self._waiting(RoundPhase.REVOKING)
         if rnd is None or rnd.callback_id != completed.request_id:
-            return _nothing()
-        commands = _callback_error("on_revoke", completed.error)
+            return nothing()
+        commands = callback_error("on_revoke", completed.error)
         revoked = set(rnd.revoked)
         commands += self._commits.forget(tp for tp in self.owned_named if tp not in revoked)
         more, outcome = self._next_phase(rnd, now_ms)
@@ -336,32 +335,44 @@ class AssignmentManager:
         """Committed offsets for the added partitions arrived: hand them to the data plane."""
         rnd = self._waiting(RoundPhase.FETCHING_OFFSETS)
         if rnd is None or rnd.waiting_id != job_id:
-            return _nothing()
+            return nothing()
         rnd.committed_offsets = dict(offsets)
+        return self._next_phase(rnd, now_ms)
+
+    def on_start_offsets_listed(self, listed: StartOffsetsListed, now_ms: int) -> Step:
+        """The reset policy's absolute start offsets arrived (those whose lookup failed are
+        absent: they start at the logical offset). A stale answer is ignored."""
+        rnd = self._waiting(RoundPhase.LISTING_OFFSETS)
+        if rnd is None or rnd.waiting_id != listed.request_id:
+            return nothing()
+        wanted = set(partitions_to_reset(rnd.added, rnd.committed_offsets))
+        rnd.start_offsets = {
+            tp: offset for tp, offset in listed.offsets.items() if tp in wanted and offset >= 0
+        }
         return self._next_phase(rnd, now_ms)
 
     def on_assignment_applied(self, applied: AssignmentApplied, now_ms: int) -> Step:
         """The data plane applied the round's assignment."""
         rnd = self._waiting(RoundPhase.ASSIGNING)
         if rnd is None or rnd.waiting_id != applied.request_id:
-            return _nothing()
+            return nothing()
         rnd.applied = True
-        return self._next_phase(rnd, now_ms) if rnd.callback_done else _nothing()
+        return self._next_phase(rnd, now_ms) if rnd.callback_done else nothing()
 
     def on_callback_completed(self, completed: CallbackCompleted, now_ms: int) -> Step:
         """``on_assign`` or ``on_lost`` finished (errors are reported, the round continues)."""
         rnd = self.round
         if rnd is None or rnd.callback_id != completed.request_id:
-            return _nothing()
+            return nothing()
         if rnd.phase is RoundPhase.LOSING:
-            commands = _callback_error("on_lost", completed.error)
+            commands = callback_error("on_lost", completed.error)
         elif rnd.phase is RoundPhase.ASSIGNING:
-            commands = _callback_error("on_assign", completed.error)
+            commands = callback_error("on_assign", completed.error)
             rnd.callback_done = True
             if not rnd.applied:
                 return commands, None
         else:
-            return _nothing()
+            return nothing()
         more, outcome = self._next_phase(rnd, now_ms)
         return commands + more, outcome
 
@@ -369,9 +380,9 @@ class AssignmentManager:
         """Past the rebalance timeout, a revocation still not completed is given up on."""
         rnd = self.round
         if rnd is None or rnd.phase is None or not PHASES[rnd.phase].bounded:
-            return _nothing()
+            return nothing()
         if now_ms < rnd.deadline_ms:
-            return _nothing()
+            return nothing()
         parts = ", ".join(str(tp) for tp in rnd.revoked)
         report = ReportError(
             error_code=None,
@@ -410,16 +421,3 @@ class AssignmentManager:
         ):
             self.current = rnd.resolved
             self.current_local_epoch = rnd.local_epoch
-
-
-def _callback_error(callback: str, error: str | None) -> list[Command]:
-    if error is None:
-        return []
-    return [
-        ReportError(
-            error_code=None,
-            error_name="CALLBACK_FAILED",
-            message=f"{callback} failed: {error}",
-            fatal=False,
-        )
-    ]

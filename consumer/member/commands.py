@@ -5,8 +5,9 @@ Catalogue:
 Group coordinator
     :class:`SendHeartbeat` (carries a full :class:`HeartbeatRequest`), :class:`FindCoordinator`,
     :class:`CommitOffsets`, :class:`FetchCommittedOffsets`.
-Metadata
-    :class:`FetchMetadata` (resolve topic ids to names).
+Metadata and partition leaders
+    :class:`FetchMetadata` (resolve topic ids to names), :class:`ListStartOffsets` (where the
+    reset policy starts new partitions).
 Data plane
     :class:`StopFetching` (stop fetching and drop buffered records; answer with
     ``FetchingStopped``), :class:`ApplyAssignment`
@@ -123,6 +124,25 @@ class FetchCommittedOffsets:
     partitions: tuple[TopicPartition, ...]
 
 
+class ResetPolicy(enum.Enum):
+    """Where a partition without a committed offset starts (``auto.offset.reset``)."""
+
+    EARLIEST = "earliest"
+    LATEST = "latest"
+
+
+@dataclass(frozen=True, slots=True)
+class ListStartOffsets:
+    """Ask the partitions' leaders where ``policy`` starts them (ListOffsets: earliest = the log
+    start offset, latest = the end offset, the last stable one with ``read_committed``); answer
+    with StartOffsetsListed, leaving out partitions whose lookup failed."""
+
+    request_id: int
+    partitions: tuple[TopicPartition, ...]
+    policy: ResetPolicy
+    read_committed: bool
+
+
 @dataclass(frozen=True, slots=True)
 class StopFetching:
     """Stop fetching these partitions and discard their buffered records.
@@ -140,7 +160,9 @@ class StopFetching:
 class ApplyAssignment:
     """Make the data plane's assignment exactly ``assigned``; answer with AssignmentApplied.
 
-    ``added`` start at ``committed_offsets`` (None: no committed offset, use the reset policy).
+    ``added`` start at ``committed_offsets``; where none is committed, at ``start_offsets``
+    (the absolute offsets the reset policy named when the round looked them up); where neither
+    is known, at the reset policy's logical offset.
     """
 
     request_id: int
@@ -148,6 +170,7 @@ class ApplyAssignment:
     added: tuple[TopicPartition, ...]
     removed: tuple[TopicPartition, ...]
     committed_offsets: Mapping[TopicPartition, int | None] = field(default_factory=dict)
+    start_offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +232,7 @@ Command = (
     | FetchMetadata
     | CommitOffsets
     | FetchCommittedOffsets
+    | ListStartOffsets
     | StopFetching
     | ApplyAssignment
     | InvokeOnRevoke

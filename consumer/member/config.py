@@ -31,6 +31,12 @@ _POSITIVE = (
     "user_commit_timeout_ms",
 )
 
+#: Fields that take one of a few values.
+_CHOICES = {
+    "auto_offset_reset": ("earliest", "latest", "error"),
+    "isolation_level": ("read_committed", "read_uncommitted"),
+}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MemberConfig:
@@ -54,6 +60,12 @@ class MemberConfig:
         retry_backoff_jitter: relative jitter of the backoff (0.2 means +/-20 %).
         default_heartbeat_interval_ms: interval used until the first response states one.
         user_commit_timeout_ms: how long retriable errors of a user commit are retried.
+        auto_offset_reset: ``auto.offset.reset``: where a new partition without a committed
+            offset starts. For ``earliest`` and ``latest`` the round looks the absolute offset
+            up (ListOffsets) before it hands the partition over; ``error`` leaves it to the
+            data plane.
+        isolation_level: ``isolation.level``; with ``read_committed`` the latest offset is the
+            last stable offset.
     """
 
     group_id: str
@@ -69,6 +81,8 @@ class MemberConfig:
     retry_backoff_jitter: float = RETRY_BACKOFF_JITTER
     default_heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS
     user_commit_timeout_ms: int = USER_COMMIT_TIMEOUT_MS
+    auto_offset_reset: str = spec_default("auto.offset.reset", str)
+    isolation_level: str = spec_default("isolation.level", str)
 
     def __post_init__(self) -> None:
         if not self.group_id:
@@ -82,5 +96,10 @@ class MemberConfig:
                 raise MemberConfigError(f"{name} must be positive")
         if self.retry_backoff_max_ms < self.retry_backoff_ms:
             raise MemberConfigError("retry_backoff_max_ms must be >= retry_backoff_ms")
+        for name, allowed in _CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise MemberConfigError(
+                    f"{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}"
+                )
         if not 0.0 <= self.retry_backoff_jitter < 1.0:
             raise MemberConfigError("retry_backoff_jitter must be in [0, 1)")

@@ -12,7 +12,7 @@ import itertools
 import random
 from collections.abc import Callable
 
-from consumer.member.assignment import AssignmentManager, Step
+from consumer.member.assignment import AssignmentManager
 from consumer.member.commands import (
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
@@ -32,6 +32,7 @@ from consumer.member.inputs import CloseOption
 from consumer.member.machine import Rule, StateCell
 from consumer.member.pacing import ExponentialBackoff, earliest_ms, finds_coordinator
 from consumer.member.partitions import TopicIdPartition, TopicPartition
+from consumer.member.round import Step
 from consumer.member.rules import RULES, Effect, Guard, Outcome, RoundKind
 from consumer.member.states import STATES, Heartbeats, MemberState, StateInfo
 

@@ -16,7 +16,7 @@ Callbacks and data plane
 Network side
     :class:`HeartbeatSucceeded`, :class:`HeartbeatFailed`, :class:`HeartbeatTransportFailed`,
     :class:`CoordinatorChanged`, :class:`CoordinatorLost`, :class:`MetadataResolved`,
-    :class:`CommitCompleted`, :class:`CommittedOffsetsFetched`.
+    :class:`CommitCompleted`, :class:`CommittedOffsetsFetched`, :class:`StartOffsetsListed`.
 
 Transport failures of OffsetCommit / OffsetFetch are reported as ``error_code=13``
 (NETWORK_EXCEPTION), which the member retries.
@@ -234,6 +234,15 @@ class CommittedOffsetsFetched:
     partition_errors: Mapping[TopicPartition, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class StartOffsetsListed:
+    """Answers ``ListStartOffsets``: the absolute start offset of each partition whose lookup
+    succeeded (a partition left out starts at the reset policy's logical offset)."""
+
+    request_id: int
+    offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+
+
 #: Every input type, in catalogue order (used by the exhaustive state x input test).
 Input = (
     Subscribed
@@ -255,6 +264,7 @@ Input = (
     | MetadataResolved
     | CommitCompleted
     | CommittedOffsetsFetched
+    | StartOffsetsListed
 )
 
 INPUT_TYPES: tuple[type, ...] = (
@@ -277,4 +287,5 @@ INPUT_TYPES: tuple[type, ...] = (
     MetadataResolved,
     CommitCompleted,
     CommittedOffsetsFetched,
+    StartOffsetsListed,
 )

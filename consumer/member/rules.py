@@ -227,6 +227,7 @@ class RoundPhase(enum.Enum):
     REVOKING = "revoking"
     LOSING = "losing"
     FETCHING_OFFSETS = "fetching-offsets"
+    LISTING_OFFSETS = "listing-offsets"
     ASSIGNING = "assigning"
 
 
@@ -236,6 +237,10 @@ class Skip(enum.Enum):
     NOTHING_REVOKED = "no partition is revoked"
     NOTHING_TO_COMMIT = "auto-commit is off, or every revoked offset is committed"
     NOTHING_ADDED = "no partition is added"
+    NOTHING_TO_RESET = (
+        "every added partition has a committed offset, or auto.offset.reset is neither "
+        "earliest nor latest"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,6 +268,9 @@ PHASES: dict[RoundPhase, PhaseInfo] = {
     P.FETCHING_OFFSETS: PhaseInfo(
         "FetchCommittedOffsets", "CommittedOffsetsFetched", Skip.NOTHING_ADDED, False
     ),
+    P.LISTING_OFFSETS: PhaseInfo(
+        "ListStartOffsets", "StartOffsetsListed", Skip.NOTHING_TO_RESET, False
+    ),
     P.ASSIGNING: PhaseInfo(
         "ApplyAssignment, InvokeOnAssign", "AssignmentApplied and CallbackCompleted", None, False
     ),
@@ -270,7 +278,14 @@ PHASES: dict[RoundPhase, PhaseInfo] = {
 
 #: The phases each kind of round goes through, in order (a round ends after its last phase).
 ROUND_STEPS: dict[RoundKind, tuple[RoundPhase, ...]] = {
-    RoundKind.RECONCILE: (P.STOPPING, P.COMMITTING, P.REVOKING, P.FETCHING_OFFSETS, P.ASSIGNING),
+    RoundKind.RECONCILE: (
+        P.STOPPING,
+        P.COMMITTING,
+        P.REVOKING,
+        P.FETCHING_OFFSETS,
+        P.LISTING_OFFSETS,
+        P.ASSIGNING,
+    ),
     RoundKind.REVOKE_ALL: (P.STOPPING, P.COMMITTING, P.REVOKING),
     RoundKind.LOSE_ALL: (P.LOSING,),
 }

@@ -39,6 +39,7 @@ from consumer.member import (
     InvokeOnAssign,
     InvokeOnLost,
     InvokeOnRevoke,
+    ListStartOffsets,
     Member,
     MemberConfig,
     MemberError,
@@ -47,6 +48,7 @@ from consumer.member import (
     PollIntervalExpired,
     RevocationCompleted,
     SendHeartbeat,
+    StartOffsetsListed,
     StopFetching,
     Subscribed,
     TopicPartition,
@@ -111,6 +113,13 @@ def answer(command: Command, draw: st.DrawFn) -> Input | None:
                 tp: draw(st.none() | st.integers(-(2**63), 2**63 - 1)) for tp in command.partitions
             }
             return CommittedOffsetsFetched(rid, offsets, draw(ERROR_CODES))
+        case ListStartOffsets():
+            listed = {
+                tp: draw(st.integers(-(2**63), 2**63 - 1))
+                for tp in command.partitions
+                if draw(st.booleans())  # the others' lookups failed
+            }
+            return StartOffsetsListed(rid, listed)
         case FetchMetadata():
             known = {t: NAMES[t] for t in command.topic_ids if t in NAMES}
             return MetadataResolved(draw(st.just(known) | st.just({})))
@@ -138,6 +147,7 @@ def unsolicited(draw: st.DrawFn) -> Input:
                 HeartbeatFailed(rid, draw(ERROR_CODES)),
                 CommitCompleted(rid, {}, draw(ERROR_CODES)),
                 CommittedOffsetsFetched(rid, {}, draw(ERROR_CODES)),
+                StartOffsetsListed(rid, {}),
                 FetchingStopped(rid),
                 RevocationCompleted(rid),
                 CallbackCompleted(rid),

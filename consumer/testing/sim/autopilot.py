@@ -35,8 +35,10 @@ from consumer.member import (
     InvokeOnAssign,
     InvokeOnLost,
     InvokeOnRevoke,
+    ListStartOffsets,
     MetadataResolved,
     RevocationCompleted,
+    StartOffsetsListed,
     StopFetching,
     TopicPartition,
 )
@@ -50,6 +52,10 @@ def _no_topics(_: FetchMetadata) -> Mapping[uuid.UUID, str]:
 
 def _nothing_committed(command: FetchCommittedOffsets) -> CommittedOffsetsFetched:
     return CommittedOffsetsFetched(command.request_id, dict.fromkeys(command.partitions))
+
+
+def _empty_partitions(command: ListStartOffsets) -> StartOffsetsListed:
+    return StartOffsetsListed(command.request_id, dict.fromkeys(command.partitions, 0))
 
 
 def _commit_accepted(command: CommitOffsets) -> CommitCompleted:
@@ -68,12 +74,15 @@ class Autopilot:
         topic_names: the names metadata finds for a ``FetchMetadata`` (ids it does not know are
             left out); by default none.
         fetch_committed: the ``OffsetFetch`` answer; by default nothing committed.
+        list_start_offsets: the ``ListOffsets`` answer; by default every partition is empty
+            (its log start and end are 0).
         commit: the ``OffsetCommit`` answer; by default every partition accepted.
         consumed_at_stop: the consumed offsets a ``FetchingStopped`` reports; by default none.
     """
 
     topic_names: Callable[[FetchMetadata], Mapping[uuid.UUID, str]] = _no_topics
     fetch_committed: Callable[[FetchCommittedOffsets], CommittedOffsetsFetched] = _nothing_committed
+    list_start_offsets: Callable[[ListStartOffsets], StartOffsetsListed] = _empty_partitions
     commit: Callable[[CommitOffsets], CommitCompleted] = _commit_accepted
     consumed_at_stop: Callable[[StopFetching], Mapping[TopicPartition, int]] = _nothing_consumed
 
@@ -84,6 +93,8 @@ class Autopilot:
                 return MetadataResolved(dict(self.topic_names(command)))
             case FetchCommittedOffsets():
                 return self.fetch_committed(command)
+            case ListStartOffsets():
+                return self.list_start_offsets(command)
             case CommitOffsets():
                 return self.commit(command)
             case StopFetching():

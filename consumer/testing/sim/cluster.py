@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from consumer.member import MemberState, TopicPartition
+from consumer.member import MemberState, ResetPolicy, TopicPartition
 from consumer.testing.sim.clock import ManualClock
 from consumer.testing.sim.coordinator import CoordinatorSim
 from consumer.testing.sim.topics import Header, SimRecord, SimTopics
@@ -144,6 +144,17 @@ class SimCluster:
         return record
 
     # --- groups and consumers ---------------------------------------------------------------
+
+    def start_offset(self, partition: TopicPartition, policy: ResetPolicy) -> int | None:
+        """Where ``policy`` starts ``partition`` (ListOffsets): the log start (0, the fake logs
+        keep every record) or the end; None for a partition that does not exist."""
+        if partition.topic not in self.topics.logs:
+            return None
+        if not 0 <= partition.partition < self.topics.partitions(partition.topic):
+            return None
+        if policy is ResetPolicy.EARLIEST:
+            return 0
+        return self.topics.high_watermark(partition.topic, partition.partition)
 
     def group(self, group_id: str) -> CoordinatorSim:
         """The simulated coordinator of ``group_id`` (created, with every topic, on first use)."""

@@ -493,6 +493,7 @@ class FakeConsumer(FetchControl):
             on_committed=self._cluster.committed,
             on_epoch=self._cluster.epoch_changed,
             member_events=self._server.callbacks.member_events,
+            start_offset=self._cluster.start_offset,
         )
         self.runtime = runtime
         return runtime

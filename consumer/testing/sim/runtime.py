@@ -37,18 +37,24 @@ from consumer.member import (
     HeartbeatSucceeded,
     HeartbeatTransportFailed,
     Input,
+    ListStartOffsets,
     Member,
     MemberConfig,
     MemberState,
     MetadataResolved,
     ReportCommitResult,
+    ResetPolicy,
     SendHeartbeat,
     ShutDown,
+    StartOffsetsListed,
     TopicPartition,
 )
 from consumer.member.effects import MemberRule
 from consumer.member.metrics import MemberMetrics
 from consumer.testing.sim.coordinator import CoordinatorSim
+
+#: Where ``policy`` starts a partition now (None: the partition is unknown).
+StartOffsetOf = Callable[[TopicPartition, ResetPolicy], int | None]
 
 __all__ = ["SimFaults", "SimRuntime"]
 
@@ -107,8 +113,11 @@ class SimRuntime:
         on_committed: Callable[[str, dict[TopicPartition, int], int], None] | None = None,
         member_events: MemberEventSwitch | None = None,
         on_epoch: Callable[[str, int, int], None] | None = None,
+        start_offset: StartOffsetOf | None = None,
     ) -> None:
         self.name = name
+        #: Where a reset policy starts a partition (None: unknown partition, lookup fails).
+        self._start_offset = start_offset
         self._coordinator = coordinator
         self._coordinator_id = coordinator_id
         self._now_ms = now_ms
@@ -254,6 +263,8 @@ class SimRuntime:
                     self._answers.append(self._commit(command, now))
                 case FetchCommittedOffsets():
                     self._answers.append(self._fetch(command, now))
+                case ListStartOffsets():
+                    self._answers.append(self._list_start_offsets(command, now))
                 case ReportCommitResult():
                     self.reported_tokens.add(command.token)
                     self.to_application.put(command)
@@ -304,6 +315,17 @@ class SimRuntime:
             return MetadataResolved({})
         known = self._coordinator.topic_names()
         return MetadataResolved({tid: known[tid] for tid in command.topic_ids if tid in known})
+
+    def _list_start_offsets(self, command: ListStartOffsets, now: int) -> StartOffsetsListed:
+        """The fake partitions' log start or end; nothing while the network is cut (the
+        member then falls back to the logical offsets, as after a failed real lookup)."""
+        found: dict[TopicPartition, int] = {}
+        if self._start_offset is not None and not self.faults.cut(now):
+            for tp in command.partitions:
+                offset = self._start_offset(tp, command.policy)
+                if offset is not None:
+                    found[tp] = offset
+        return StartOffsetsListed(command.request_id, found)
 
     def _commit(self, command: CommitOffsets, now: int) -> CommitCompleted:
         problem = self._reachable(now)

@@ -204,12 +204,21 @@ def test_a_stale_commit_answer_after_the_epoch_moved_is_sent_again_at_once() -> 
 def test_fetch_non_retriable_error_is_reported_and_the_reset_policy_applies() -> None:
     r = MemberRig()
     r.respond(r.join(), 1, {FOO: (0,)})
-    from consumer.member import ApplyAssignment, MetadataResolved
+    from consumer.member import (
+        ApplyAssignment,
+        ListStartOffsets,
+        MetadataResolved,
+        StartOffsetsListed,
+    )
 
     r.handle(MetadataResolved({FOO: "foo"}))
     r.handle(CommittedOffsetsFetched(r.last(FetchCommittedOffsets).request_id, error_code=30))
     assert r.last(ReportError).error_code == 30
+    listing = r.last(ListStartOffsets)
+    assert listing.partitions == (FOO_0,)
+    r.handle(StartOffsetsListed(listing.request_id, {FOO_0: 12}))
     assert r.last(ApplyAssignment).committed_offsets == {FOO_0: None}
+    assert r.last(ApplyAssignment).start_offsets == {FOO_0: 12}
 
 
 def test_close_commits_revokes_leaves_and_shuts_down() -> None:

@@ -41,11 +41,13 @@ from consumer.member import (
     InvokeOnAssign,
     InvokeOnLost,
     InvokeOnRevoke,
+    ListStartOffsets,
     MemberError,
     MemberState,
     MetadataResolved,
     RevocationCompleted,
     SendHeartbeat,
+    StartOffsetsListed,
     StopFetching,
     Subscribed,
     TopicPartition,
@@ -72,6 +74,7 @@ rare = [
     st.tuples(st.just("answer"), st.sampled_from(["revoke", "callbacks", "data"])),
     st.tuples(st.just("commit"), st.sampled_from([0, 0, 113, 16, 29])),
     st.tuples(st.just("fetch"), st.sampled_from([0, 0, 113, 15])),
+    st.tuples(st.just("list"), st.sampled_from(["found", "some", "failed"])),
     st.tuples(st.just("metadata"), st.sampled_from(["foo", "none"])),
     st.tuples(st.just("time"), st.sampled_from([1, 100, 1_000, 60_000, 300_000])),
     st.tuples(st.just("poll-app")),
@@ -104,6 +107,10 @@ class Checker:
             elif isinstance(command, ApplyAssignment):
                 # While a revocation is pending only a release (nothing assigned) may happen.
                 assert not self.revoking or command.assigned == (), (self.revoking, command)
+                # Start offsets only for added partitions with nothing committed.
+                for tp in command.start_offsets:
+                    assert tp in command.added, command
+                    assert command.committed_offsets.get(tp) is None, command
                 self.data_plane = set(command.assigned)
             elif (
                 isinstance(command, SendHeartbeat)
@@ -199,6 +206,9 @@ def _event_for(  # noqa: C901
             fetch = _first_unanswered(r, FetchCommittedOffsets, answered)
             if isinstance(fetch, FetchCommittedOffsets):
                 return CommittedOffsetsFetched(fetch.request_id, dict.fromkeys(fetch.partitions))
+            listing = _first_unanswered(r, ListStartOffsets, answered)
+            if isinstance(listing, ListStartOffsets):
+                return StartOffsetsListed(listing.request_id, dict.fromkeys(listing.partitions, 0))
             commit = _first_unanswered(r, CommitOffsets, answered)
             if isinstance(commit, CommitOffsets):
                 return CommitCompleted(commit.request_id, dict.fromkeys(commit.offsets, 0))
@@ -234,6 +244,13 @@ def _event_for(  # noqa: C901
                 dict.fromkeys(cmd.partitions, 4),
                 int(step[1]),  # type: ignore[call-overload]
             )
+        return None
+    if kind == "list":
+        cmd = _first_unanswered(r, ListStartOffsets, answered)
+        if isinstance(cmd, ListStartOffsets):
+            # All found, the first only (the others' lookups failed), or none found.
+            count = {"found": len(cmd.partitions), "some": 1, "failed": 0}[step[1]]  # type: ignore[index]
+            return StartOffsetsListed(cmd.request_id, dict.fromkeys(cmd.partitions[:count], 7))
         return None
     if kind == "metadata":
         cmd = _first_unanswered(r, FetchMetadata, answered)

@@ -32,12 +32,14 @@ from consumer.member import (
     InvokeOnAssign,
     InvokeOnLost,
     InvokeOnRevoke,
+    ListStartOffsets,
     MemberError,
     MemberState,
     MetadataResolved,
     PollIntervalExpired,
     RevocationCompleted,
     SendHeartbeat,
+    StartOffsetsListed,
     StopFetching,
     Subscribed,
     TopicPartition,
@@ -75,6 +77,7 @@ def reach(state: MemberState) -> MemberRig:
         for command in list(r2.commands):
             if isinstance(command, FetchCommittedOffsets):
                 r2.handle(CommittedOffsetsFetched(command.request_id, {FOO_0: None}))
+        r2.handle(StartOffsetsListed(r2.last(ListStartOffsets).request_id, {FOO_0: 0}))
         apply = r2.last(ApplyAssignment)
         r2.handle(AssignmentApplied(apply.request_id))
         r2.handle(CallbackCompleted(r2.last(InvokeOnAssign).request_id))
@@ -128,6 +131,7 @@ def sample_input(kind: type, r: MemberRig) -> Input:
         CommittedOffsetsFetched: lambda: CommittedOffsetsFetched(
             last_id(FetchCommittedOffsets), {FOO_0: 1}
         ),
+        StartOffsetsListed: lambda: StartOffsetsListed(last_id(ListStartOffsets), {FOO_0: 4}),
     }
     return samples[kind]()
 

@@ -20,11 +20,13 @@ from consumer.member import (
     InvokeOnAssign,
     InvokeOnLost,
     InvokeOnRevoke,
+    ListStartOffsets,
     MemberState,
     MetadataResolved,
     ReportError,
     RevocationCompleted,
     SendHeartbeat,
+    StartOffsetsListed,
     StopFetching,
     Subscribed,
     TopicPartition,
@@ -148,6 +150,7 @@ def test_a_full_heartbeat_mid_round_keeps_the_partitions_the_round_hands_out() -
     r.poll()
     fetch = r.last(FetchCommittedOffsets)
     r.handle(CommittedOffsetsFetched(fetch.request_id, dict.fromkeys(fetch.partitions)))
+    r.handle(StartOffsetsListed(r.last(ListStartOffsets).request_id, {}))
     assign = r.last(InvokeOnAssign)
     assert len(assign.partitions) == 6  # the application has not finished on_assign yet
     r.respond(interval_heartbeat(r), 1, {FOO: (0, 1)})  # a second member joined
@@ -266,6 +269,7 @@ def test_callback_errors_are_reported_and_the_round_continues() -> None:
     r.stop_done()
     r.handle(RevocationCompleted(r.last(InvokeOnRevoke).request_id, error="boom"))
     r.handle(CommittedOffsetsFetched(r.last(FetchCommittedOffsets).request_id, {}))
+    r.handle(StartOffsetsListed(r.last(ListStartOffsets).request_id, {}))
     r.handle(AssignmentApplied(r.last(ApplyAssignment).request_id))
     r.handle(CallbackCompleted(r.last(InvokeOnAssign).request_id, error="bang"))
     messages = [c.message for c in r.all(ReportError)]

@@ -28,6 +28,7 @@ from consumer._wire import (
     build_find_coordinator_requests,
     build_heartbeat_request,
     build_list_groups_request,
+    build_list_offsets_request,
     build_metadata_request,
     build_offset_commit_request,
     build_offset_fetch_request,
@@ -122,6 +123,12 @@ def _built_requests() -> list[tuple[str, RequestPayload]]:
     for v in _versions(ApiKey.OFFSET_FETCH):
         cases.append((f"OffsetFetch-v{v}", build_offset_fetch_request(_fetch_fields(True), v)))
         cases.append((f"OffsetFetch-all-v{v}", build_offset_fetch_request(_fetch_fields(False), v)))
+    for v in _versions(ApiKey.LIST_OFFSETS):
+        partitions = [("orders", 1), ("orders", 0), ("payments", 3)]
+        earliest = build_list_offsets_request(v, partitions, timestamp=-2, read_committed=True)
+        cases.append((f"ListOffsets-earliest-v{v}", earliest))
+        latest = build_list_offsets_request(v, partitions, timestamp=-1, read_committed=False)
+        cases.append((f"ListOffsets-latest-v{v}", latest))
     for v in _versions(ApiKey.CONSUMER_GROUP_DESCRIBE):
         cases.append((f"Describe-v{v}", build_consumer_group_describe_request(v, ["g1", "g2"])))
     for v in _versions(ApiKey.SHARE_GROUP_HEARTBEAT):
