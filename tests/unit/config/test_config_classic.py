@@ -170,7 +170,11 @@ def test_classic_gives_a_classic_consumer_that_is_a_consumer() -> None:
         assert consumer.metrics()["assigned-partitions"] == 0
     finally:
         consumer.close()
-    assert type(Consumer(dict(BASE))) is Consumer
+    plain = Consumer(dict(BASE))
+    try:
+        assert type(plain) is Consumer
+    finally:
+        plain.close()
 
 
 def test_every_public_method_of_consumer_is_the_classic_consumers_own() -> None:
