@@ -396,7 +396,7 @@ class BackgroundRuntime:
         is fed from the socket's read callback (:meth:`_heartbeat_answered`). False if it
         cannot go out that way (not connected yet, say): then a task sends it."""
         sent = self._requests.heartbeat_soon(
-            command, self._heartbeat_timeout_ms(), self._heartbeat_answered
+            command, self._heartbeat_timeout_ms(), self._heartbeat_answered, self._heartbeat_bug
         )
         if sent:
             self._quiet.end()  # its answer may be for the application (an assignment)
@@ -418,6 +418,11 @@ class BackgroundRuntime:
             self._fail(exc)
             return
         self._turn()
+
+    def _heartbeat_bug(self, exc: Exception) -> None:
+        """Handling a task-free heartbeat's answer raised before it was fed: a runtime bug."""
+        self._heartbeats_in_flight -= 1
+        self._fail(exc)
 
     def _heartbeat_timeout_ms(self) -> int:
         """How long to wait for a heartbeat's answer before treating the connection as dead.

@@ -106,15 +106,21 @@ class GroupRequests:
         command: SendHeartbeat,
         timeout_ms: int,
         on_answer: Callable[[HeartbeatAnswer], None],
+        on_bug: Callable[[Exception], None],
     ) -> bool:
         """:meth:`heartbeat` without a task: sent now over the coordinator's open connection,
         ``on_answer`` called with the same answer later (from the socket's read callback or
         the timeout's timer). False when it cannot go out that way (no known coordinator, no
-        open session, a version problem): nothing was sent, use :meth:`heartbeat`.
+        open session, a version problem): nothing was sent, use :meth:`heartbeat`. An exception
+        while handling the answer is a bug: it goes to ``on_bug``, never into the socket's
+        callback (where asyncio would only close the connection).
         """
 
         def answered(outcome: ResponsePayload | ConsumerError) -> None:
-            on_answer(_heartbeat_answer(command, outcome))
+            try:
+                on_answer(_heartbeat_answer(command, outcome))
+            except Exception as exc:  # noqa: BLE001 - handed to the runtime, which stops
+                on_bug(exc)
 
         try:
             return self._cluster.coordinator_request_soon(
