@@ -35,11 +35,11 @@ from consumer._bridge.quiet import QuietWindow
 from consumer._bridge.settings import ClusterSettings
 from consumer._logging import log_to, routed_logger
 from consumer._runtime.cluster import ClusterClient
+from consumer._runtime.committed import CommittedAnswers, refuse_committed_requests
 from consumer._runtime.group_requests import Answer, GroupRequests, HeartbeatAnswer
 from consumer._runtime.loop_wakeup import LoopWakeup
 from consumer._runtime.metrics import MetricsRecorder
 from consumer._runtime.retry import reconnect_policy
-from consumer.errors import KafkaConnectionError, error_for_code
 from consumer.member import (
     JOIN_EPOCH,
     AppPolled,
@@ -53,14 +53,12 @@ from consumer.member import (
     MemberState,
     SendHeartbeat,
     ShutDown,
-    TopicPartition,
 )
 from consumer.member import Command as MemberCommand
 from consumer.member.effects import MemberRule
 from consumer.member.states import IN_GROUP_STATES
 
 _log = routed_logger("consumer.runtime")
-STALE_MEMBER_EPOCH = 113
 #: Lower bound of a heartbeat's answer timeout (see BackgroundRuntime._heartbeat_timeout_ms).
 _MIN_HEARTBEAT_TIMEOUT_MS = 3_000
 #: How long a stopping loop waits for requests in flight (e.g. the leave heartbeat).
@@ -130,8 +128,6 @@ class BackgroundRuntime:
         )
         #: Until when nothing can reach the application (see consumer._bridge.quiet).
         self._quiet = quiet if quiet is not None else QuietWindow()
-        #: ``committed()`` requests in flight (answered through their reply futures).
-        self._committed_tasks: set[asyncio.Task[None]] = set()
 
     @property
     def running(self) -> bool:
@@ -160,58 +156,6 @@ class BackgroundRuntime:
     def wait_finished(self, timeout_s: float) -> bool:
         """Block until the loop has ended; False on timeout."""
         return self._finished.wait(timeout_s)
-
-    def _answer_committed(self, request: FetchCommitted) -> None:
-        """Start answering a ``committed()`` request; the reply future gets the outcome."""
-
-        async def run() -> None:
-            try:
-                offsets = await self._fetch_committed(request.partitions, request.timeout_s)
-            except asyncio.CancelledError:
-                _refuse(request)
-                raise
-            except Exception as exc:  # noqa: BLE001 - handed to the waiting application thread
-                _settle(request, error=exc)
-            else:
-                _settle(request, offsets=offsets)
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._committed_tasks.add(task)
-        task.add_done_callback(self._committed_tasks.discard)
-
-    async def _fetch_committed(
-        self, partitions: tuple[TopicPartition, ...], timeout_s: float
-    ) -> list[int]:
-        """Committed offsets of ``partitions`` (-1001 where none), for ``Consumer.committed()``.
-
-        Sent with the member's id and epoch; retriable errors and STALE_MEMBER_EPOCH (the epoch
-        is moving) are retried until ``timeout_s``. Raises a typed error.
-        """
-        deadline_ms = self._clock_ms() + int(timeout_s * 1000)
-        backoff_s = self._member.config.retry_backoff_ms / 1000
-        while True:
-            answer = await self._requests.fetch_committed(
-                FetchCommittedOffsets(
-                    request_id=0,
-                    group_id=self._member.config.group_id,
-                    member_id=self.member_id if self.member_epoch > 0 else None,
-                    member_epoch=self.member_epoch if self.member_epoch > 0 else -1,
-                    partitions=partitions,
-                )
-            )
-            codes = [answer.error_code, *answer.partition_errors.values()]
-            failing = [code for code in codes if code]
-            if not failing:
-                return [
-                    -1001 if answer.offsets.get(tp) is None else int(answer.offsets[tp] or 0)
-                    for tp in partitions
-                ]
-            error = error_for_code(failing[0])
-            retry = error.retriable or failing[0] == STALE_MEMBER_EPOCH
-            if not retry or self._clock_ms() + backoff_s * 1000 > deadline_ms:
-                raise error
-            await asyncio.sleep(backoff_s)  # backoff before the retry
-            backoff_s = min(self._member.config.retry_backoff_max_ms / 1000, backoff_s * 2)
 
     def stop(self, timeout_s: float) -> None:
         """Ask the loop to stop and wait for the thread to end (at most ``timeout_s``)."""
@@ -256,6 +200,12 @@ class BackgroundRuntime:
         )
         self._requests = requests
         self._cluster = cluster
+        self._committed = CommittedAnswers(
+            requests,
+            self._member.config,
+            lambda: (self.member_id, self.member_epoch),
+            self._clock_ms,
+        )
         self._started.set()
         try:
             self._turn()  # every later turn is a loop callback (LoopWakeup)
@@ -281,7 +231,7 @@ class BackgroundRuntime:
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             await cluster.close()
-            _refuse_requests(self._to_background.drain())
+            refuse_committed_requests(self._to_background.drain())
 
     def _turn(self) -> None:
         """One turn of the loop (a loop callback): drain the application's events into the
@@ -312,10 +262,10 @@ class BackgroundRuntime:
         for index, event in enumerate(events):
             if isinstance(event, StopLoop):
                 self._stop_requested = True
-                _refuse_requests(events[index + 1 :])
+                refuse_committed_requests(events[index + 1 :])
                 return
             if isinstance(event, FetchCommitted):
-                self._answer_committed(event)
+                self._committed.answer(event)
             elif isinstance(event, SetSaslCredentials):
                 _set_sasl_user(self._cluster, event)
             else:
@@ -517,31 +467,3 @@ def _set_sasl_user(cluster: ClusterClient, event: SetSaslCredentials) -> None:
         cluster.set_sasl_user(event.username, event.password)
     except ValueError as exc:  # the facade checks first; a race with close() at most
         _log.error("set_sasl_credentials: %s", exc)
-
-
-def _settle(
-    request: FetchCommitted,
-    *,
-    offsets: list[int] | None = None,
-    error: BaseException | None = None,
-) -> None:
-    """Complete ``request``'s reply future (unless the application already gave up on it)."""
-    reply = request.reply
-    if reply.done():
-        return
-    if error is not None:
-        reply.set_exception(error)
-    else:
-        reply.set_result(offsets or [])
-
-
-def _refuse(request: FetchCommitted) -> None:
-    """Fail a ``committed()`` request the stopping loop will not answer."""
-    _settle(request, error=KafkaConnectionError("the consumer's background loop is not running"))
-
-
-def _refuse_requests(events: list[AppEvent]) -> None:
-    """Fail the ``committed()`` requests among events left behind by a stopping loop."""
-    for event in events:
-        if isinstance(event, FetchCommitted):
-            _refuse(event)

@@ -1,9 +1,12 @@
 """An asyncio connection to one Kafka broker.
 
 One :class:`BrokerConnection` owns at most one TCP session at a time. A session is opened on
-first use (with the connect retry policy), negotiates API versions with ApiVersions, and runs a
-reader task that hands each response frame to the request waiting for its correlation id, so
-several requests may be in flight at once.
+first use (with the connect retry policy) and negotiates API versions with ApiVersions; it is an
+:class:`asyncio.Protocol` (:mod:`consumer._runtime.session`) that hands each response frame to
+whatever waits for its correlation id, so several requests may be in flight at once.
+:meth:`BrokerConnection.request` awaits the answer; :meth:`BrokerConnection.request_soon` (an
+idle member's heartbeat) writes the frame at once and gets the answer through a callback, with
+a timer for its timeout: no task at all.
 
 With a ``security`` setting (:mod:`consumer._runtime.security`) the TCP session is wrapped in TLS,
 and SASL (SaslHandshake, SaslAuthenticate) runs right after ApiVersions, before any other
