@@ -9,12 +9,13 @@ from consumer._runtime.loop_wakeup import LoopWakeup
 
 
 def _live_timers(loop: asyncio.AbstractEventLoop) -> int:
-    return sum(1 for handle in loop._scheduled if not handle.cancelled())  # type: ignore[attr-defined]
+    scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+    return sum(1 for handle in scheduled if not handle.cancelled())
 
 
 def test_a_scheduled_turn_runs_at_its_timeout_without_a_wakeup() -> None:
     async def main() -> float:
-        ran = asyncio.get_running_loop().create_future()
+        ran: asyncio.Future[float] = asyncio.get_running_loop().create_future()
         wakeup = LoopWakeup(asyncio.get_running_loop(), lambda: ran.set_result(time.monotonic()))
         start = time.monotonic()
         wakeup.schedule(0.05)
@@ -26,7 +27,7 @@ def test_a_scheduled_turn_runs_at_its_timeout_without_a_wakeup() -> None:
 def test_set_runs_the_turn_before_its_timeout_and_cancels_the_timer() -> None:
     async def main() -> tuple[float, int]:
         loop = asyncio.get_running_loop()
-        ran = loop.create_future()
+        ran: asyncio.Future[float] = loop.create_future()
         wakeup = LoopWakeup(loop, lambda: ran.set_result(time.monotonic()))
         wakeup.schedule(30)
         start = time.monotonic()
@@ -43,7 +44,7 @@ def test_many_sets_run_one_turn_and_a_set_during_a_turn_runs_the_next_right_afte
     async def main() -> list[str]:
         loop = asyncio.get_running_loop()
         runs: list[str] = []
-        done = loop.create_future()
+        done: asyncio.Future[None] = loop.create_future()
 
         def turn() -> None:
             wakeup.clear()
