@@ -2,8 +2,12 @@
 
 Each turn of the loop drains the application's events into the member, asks the member for due
 work (``Member.poll``), executes the commands (network requests become tasks whose answers are
-fed back as inputs; everything for the application thread goes to its queue), and then sleeps
-until the member's next deadline, a response, or a new application event, whichever is first.
+fed back as inputs; everything for the application thread goes to its queue), and then schedules
+the next turn at the member's next deadline; a response or a new application event runs it
+sooner. A turn is a plain loop callback (:class:`~consumer._runtime.loop_wakeup.LoopWakeup`), and
+a heartbeat over an open coordinator connection needs no task either: it is written from the
+turn, and its answer, in the socket's read callback, is fed to the member and runs the next turn
+there (``_send_heartbeat_now``).
 
 The member is touched by this thread only. The application reads the published ``state``,
 ``member_epoch`` and ``member_id`` attributes, which are replaced atomically.
