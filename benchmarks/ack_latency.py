@@ -1,9 +1,10 @@
 """Ack latency: from a heartbeat response carrying a new assignment to our acknowledging heartbeat.
 
-Measured without modifying the library: ``GroupRequests.heartbeat`` (and ``fetch_committed``) are
-wrapped in this process only. For each member, a response whose assignment differs from the last
-one it received starts a clock; the next heartbeat request of that member that carries
-``topic_partitions`` (the owned partitions: the ack) stops it. ``sdk_ms`` subtracts the time
+Measured without modifying the library: ``GroupRequests.heartbeat`` (and ``heartbeat_soon``,
+its task-free path, and ``fetch_committed``) are wrapped in this process only. For each member, a
+response whose assignment differs from the last one it received starts a clock; the next
+heartbeat request of that member that carries ``topic_partitions`` (the owned partitions: the
+ack) stops it. ``sdk_ms`` subtracts the time
 spent in OffsetFetch round trips in between (broker time, not SDK time); ``total_ms`` is the
 whole interval, including the on_assign/on_revoke callbacks served by the polling thread.
 
@@ -85,20 +86,18 @@ def recording() -> Iterator[AckRecorder]:
     original_heartbeat = GroupRequests.heartbeat
     original_fetch = GroupRequests.fetch_committed
 
-    # *args/**kwargs: robust to extra parameters the runtime may pass (e.g. a timeout).
-    async def heartbeat(self: GroupRequests, command: Any, *args: Any, **kwargs: Any) -> Any:
-        clock = recorder.clock(self)
-        sent = time.monotonic()
+    def on_sent(clock: _MemberClock, command: Any) -> None:
         if (
             clock.pending_since is not None
             and command.request.topic_partitions is not None
             and command.request.member_epoch >= 0
         ):
-            total = sent - clock.pending_since
+            total = time.monotonic() - clock.pending_since
             with recorder.lock:
                 recorder.samples.append((total * 1000, max(0.0, total - clock.fetch_s) * 1000))
             clock.pending_since = None
-        answer = await original_heartbeat(self, command, *args, **kwargs)
+
+    def on_answer(clock: _MemberClock, answer: Any) -> None:
         if (
             isinstance(answer, HeartbeatSucceeded)
             and answer.assignment is not None
@@ -107,7 +106,30 @@ def recording() -> Iterator[AckRecorder]:
             clock.last_assignment = answer.assignment
             clock.pending_since = time.monotonic()
             clock.fetch_s = 0.0
+
+    # *args/**kwargs: robust to extra parameters the runtime may pass (e.g. a timeout).
+    async def heartbeat(self: GroupRequests, command: Any, *args: Any, **kwargs: Any) -> Any:
+        clock = recorder.clock(self)
+        on_sent(clock, command)
+        answer = await original_heartbeat(self, command, *args, **kwargs)
+        on_answer(clock, answer)
         return answer
+
+    # The task-free path of an idle member's heartbeats (answered through a callback).
+    original_soon = getattr(GroupRequests, "heartbeat_soon", None)
+
+    def heartbeat_soon(
+        self: GroupRequests, command: Any, timeout_ms: Any, answered: Any, *rest: Any
+    ) -> Any:
+        clock = recorder.clock(self)
+        on_sent(clock, command)
+
+        def record_then_answer(answer: Any) -> None:
+            on_answer(clock, answer)
+            answered(answer)
+
+        assert original_soon is not None
+        return original_soon(self, command, timeout_ms, record_then_answer, *rest)
 
     async def fetch_committed(self: GroupRequests, command: Any, *args: Any, **kwargs: Any) -> Any:
         clock = recorder.clock(self)
@@ -120,9 +142,13 @@ def recording() -> Iterator[AckRecorder]:
 
     GroupRequests.heartbeat = heartbeat  # type: ignore[method-assign]
     GroupRequests.fetch_committed = fetch_committed  # type: ignore[method-assign]
+    if original_soon is not None:
+        GroupRequests.heartbeat_soon = heartbeat_soon  # type: ignore[method-assign,assignment]
     try:
         yield recorder
     finally:
+        if original_soon is not None:
+            GroupRequests.heartbeat_soon = original_soon  # type: ignore[method-assign]
         GroupRequests.heartbeat = original_heartbeat  # type: ignore[method-assign]
         GroupRequests.fetch_committed = original_fetch  # type: ignore[method-assign]
 

@@ -2,8 +2,12 @@
 
 Each turn of the loop drains the application's events into the member, asks the member for due
 work (``Member.poll``), executes the commands (network requests become tasks whose answers are
-fed back as inputs; everything for the application thread goes to its queue), and then sleeps
-until the member's next deadline, a response, or a new application event, whichever is first.
+fed back as inputs; everything for the application thread goes to its queue), and then schedules
+the next turn at the member's next deadline; a response or a new application event runs it
+sooner. A turn is a plain loop callback (:class:`~consumer._runtime.loop_wakeup.LoopWakeup`), and
+a heartbeat over an open coordinator connection needs no task either: it is written from the
+turn, and its answer, in the socket's read callback, is fed to the member and runs the next turn
+there (``_send_heartbeat_now``).
 
 The member is touched by this thread only. The application reads the published ``state``,
 ``member_epoch`` and ``member_id`` attributes, which are replaced atomically.
@@ -12,6 +16,7 @@ The member is touched by this thread only. The application reads the published `
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import random
 import threading
@@ -34,11 +39,11 @@ from consumer._bridge.quiet import QuietWindow
 from consumer._bridge.settings import ClusterSettings
 from consumer._logging import log_to, routed_logger
 from consumer._runtime.cluster import ClusterClient
-from consumer._runtime.group_requests import Answer, GroupRequests
+from consumer._runtime.committed import CommittedAnswers, refuse_committed_requests
+from consumer._runtime.group_requests import Answer, GroupRequests, HeartbeatAnswer
 from consumer._runtime.loop_wakeup import LoopWakeup
 from consumer._runtime.metrics import MetricsRecorder
 from consumer._runtime.retry import reconnect_policy
-from consumer.errors import KafkaConnectionError, error_for_code
 from consumer.member import (
     JOIN_EPOCH,
     AppPolled,
@@ -53,14 +58,12 @@ from consumer.member import (
     MemberState,
     SendHeartbeat,
     ShutDown,
-    TopicPartition,
 )
 from consumer.member import Command as MemberCommand
 from consumer.member.effects import MemberRule
 from consumer.member.states import IN_GROUP_STATES
 
 _log = routed_logger("consumer.runtime")
-STALE_MEMBER_EPOCH = 113
 #: Lower bound of a heartbeat's answer timeout (see BackgroundRuntime._heartbeat_timeout_ms).
 _MIN_HEARTBEAT_TIMEOUT_MS = 3_000
 #: How long a stopping loop waits for requests in flight (e.g. the leave heartbeat).
@@ -106,6 +109,13 @@ class BackgroundRuntime:
         #: Coordinator lookups among ``_tasks``: a stopping loop does not wait for them.
         self._lookups: set[asyncio.Task[None]] = set()
         self._wakeup: LoopWakeup | None = None
+        #: Resolved when the loop's turns end (``StopLoop``, ``ShutDown``, or a failure).
+        self._stopped: asyncio.Future[None] | None = None
+        self._turning = False
+        #: Heartbeats sent without a task (see _send_heartbeat_now) whose answer is due.
+        self._heartbeats_in_flight = 0
+        self._heartbeats_drained: asyncio.Future[None] | None = None
+        self._loop_ended = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = False
         self.failure: BaseException | None = None
@@ -123,8 +133,6 @@ class BackgroundRuntime:
         )
         #: Until when nothing can reach the application (see consumer._bridge.quiet).
         self._quiet = quiet if quiet is not None else QuietWindow()
-        #: ``committed()`` requests in flight (answered through their reply futures).
-        self._committed_tasks: set[asyncio.Task[None]] = set()
 
     @property
     def running(self) -> bool:
@@ -154,58 +162,6 @@ class BackgroundRuntime:
         """Block until the loop has ended; False on timeout."""
         return self._finished.wait(timeout_s)
 
-    def _answer_committed(self, request: FetchCommitted) -> None:
-        """Start answering a ``committed()`` request; the reply future gets the outcome."""
-
-        async def run() -> None:
-            try:
-                offsets = await self._fetch_committed(request.partitions, request.timeout_s)
-            except asyncio.CancelledError:
-                _refuse(request)
-                raise
-            except Exception as exc:  # noqa: BLE001 - handed to the waiting application thread
-                _settle(request, error=exc)
-            else:
-                _settle(request, offsets=offsets)
-
-        task = asyncio.get_running_loop().create_task(run())
-        self._committed_tasks.add(task)
-        task.add_done_callback(self._committed_tasks.discard)
-
-    async def _fetch_committed(
-        self, partitions: tuple[TopicPartition, ...], timeout_s: float
-    ) -> list[int]:
-        """Committed offsets of ``partitions`` (-1001 where none), for ``Consumer.committed()``.
-
-        Sent with the member's id and epoch; retriable errors and STALE_MEMBER_EPOCH (the epoch
-        is moving) are retried until ``timeout_s``. Raises a typed error.
-        """
-        deadline_ms = self._clock_ms() + int(timeout_s * 1000)
-        backoff_s = self._member.config.retry_backoff_ms / 1000
-        while True:
-            answer = await self._requests.fetch_committed(
-                FetchCommittedOffsets(
-                    request_id=0,
-                    group_id=self._member.config.group_id,
-                    member_id=self.member_id if self.member_epoch > 0 else None,
-                    member_epoch=self.member_epoch if self.member_epoch > 0 else -1,
-                    partitions=partitions,
-                )
-            )
-            codes = [answer.error_code, *answer.partition_errors.values()]
-            failing = [code for code in codes if code]
-            if not failing:
-                return [
-                    -1001 if answer.offsets.get(tp) is None else int(answer.offsets[tp] or 0)
-                    for tp in partitions
-                ]
-            error = error_for_code(failing[0])
-            retry = error.retriable or failing[0] == STALE_MEMBER_EPOCH
-            if not retry or self._clock_ms() + backoff_s * 1000 > deadline_ms:
-                raise error
-            await asyncio.sleep(backoff_s)  # backoff before the retry
-            backoff_s = min(self._member.config.retry_backoff_max_ms / 1000, backoff_s * 2)
-
     def stop(self, timeout_s: float) -> None:
         """Ask the loop to stop and wait for the thread to end (at most ``timeout_s``)."""
         if self._thread is None:
@@ -228,8 +184,9 @@ class BackgroundRuntime:
             self._started.set()
 
     async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
-        wakeup = LoopWakeup(self._loop)
+        self._loop = loop = asyncio.get_running_loop()
+        self._stopped = loop.create_future()
+        wakeup = LoopWakeup(loop, self._turn)
         self._wakeup = wakeup
         self._to_background.attach(self._loop, wakeup)
         settings = self._cluster_settings
@@ -247,48 +204,89 @@ class BackgroundRuntime:
             cluster, self._member_group_id(), request_timeout_ms=settings.request_timeout_ms
         )
         self._requests = requests
+        self._cluster = cluster
+        self._committed = CommittedAnswers(
+            requests,
+            self._member.config,
+            lambda: (self.member_id, self.member_epoch),
+            self._clock_ms,
+        )
         self._started.set()
         try:
-            while not self._stop_requested:
-                wakeup.clear()
-                events = self._to_background.drain()
-                for index, event in enumerate(events):
-                    if isinstance(event, StopLoop):
-                        self._stop_requested = True
-                        _refuse_requests(events[index + 1 :])
-                        break
-                    if isinstance(event, FetchCommitted):
-                        self._answer_committed(event)
-                    elif isinstance(event, SetSaslCredentials):
-                        _set_sasl_user(cluster, event)
-                    else:
-                        self._feed(event)
-                if self._stop_requested:
-                    break
-                self._feed_app_poll()
-                commands, deadline_ms = self._member.poll(self._clock_ms())
-                self._execute(commands)
-                self._publish()
-                if self._stop_requested:
-                    break
-                self._promise_quiet(deadline_ms)
-                timeout_s = (
-                    None if deadline_ms is None else max(0, deadline_ms - self._clock_ms()) / 1000
-                )
-                await wakeup.wait(timeout_s)
+            self._turn()  # every later turn is a loop callback (LoopWakeup)
+            await self._stopped
         finally:
+            wakeup.close()
+            drain_until = loop.time() + _DRAIN_TIMEOUT_S
             if waiting := self._tasks - self._lookups:
                 # Let requests already on their way finish (the leave heartbeat above all),
                 # bounded so a dead coordinator cannot hold close() hostage. A lookup is not
                 # waited for: nothing would use its answer (a consumer closed before it ever
                 # subscribed must not wait for an unreachable bootstrap server).
                 await asyncio.wait(waiting, timeout=_DRAIN_TIMEOUT_S)
+            if self._heartbeats_in_flight:  # sent without a task: wait for their answers too
+                self._heartbeats_drained = loop.create_future()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(
+                        self._heartbeats_drained, max(0.0, drain_until - loop.time())
+                    )
+            self._loop_ended = True
             for task in list(self._tasks):
                 task.cancel()
             if self._tasks:
                 await asyncio.gather(*self._tasks, return_exceptions=True)
             await cluster.close()
-            _refuse_requests(self._to_background.drain())
+            refuse_committed_requests(self._to_background.drain())
+
+    def _turn(self) -> None:
+        """One turn of the loop (a loop callback): drain the application's events into the
+        member, run its due work, and schedule the next turn at its next deadline."""
+        stopped = self._stopped
+        assert stopped is not None
+        if self._turning or stopped.done():
+            if self._turning and self._wakeup is not None:
+                self._wakeup.set()  # e.g. an answer fed during a turn: run another after it
+            return
+        self._turning = True
+        try:
+            self._run_turn()
+        except Exception as exc:  # noqa: BLE001 - ends the loop; _thread_main reports it
+            stopped.set_exception(exc)
+        finally:
+            self._turning = False
+        if self._stop_requested and not stopped.done():
+            stopped.set_result(None)
+
+    def _run_turn(self) -> None:
+        wakeup = self._wakeup
+        assert wakeup is not None
+        wakeup.clear()
+        if self._stop_requested:
+            return
+        events = self._to_background.drain()
+        for index, event in enumerate(events):
+            if isinstance(event, StopLoop):
+                self._stop_requested = True
+                refuse_committed_requests(events[index + 1 :])
+                return
+            if isinstance(event, FetchCommitted):
+                self._committed.answer(event)
+            elif isinstance(event, SetSaslCredentials):
+                _set_sasl_user(self._cluster, event)
+            else:
+                self._feed(event)
+        if self._stop_requested:
+            return
+        self._feed_app_poll()
+        commands, deadline_ms = self._member.poll(self._clock_ms())
+        self._execute(commands)
+        self._publish()
+        if self._stop_requested:
+            return
+        self._promise_quiet(deadline_ms)
+        wakeup.schedule(
+            None if deadline_ms is None else max(0, deadline_ms - self._clock_ms()) / 1000
+        )
 
     def _member_group_id(self) -> str:
         return self._member.config.group_id
@@ -326,10 +324,11 @@ class BackgroundRuntime:
         for command in commands:
             match command:
                 case SendHeartbeat():
-                    self._spawn(
-                        requests.heartbeat(command, self._heartbeat_timeout_ms()),
-                        expect_answer=not command.is_leave,
-                    )
+                    if command.is_leave or not self._send_heartbeat_now(command):
+                        self._spawn(
+                            requests.heartbeat(command, self._heartbeat_timeout_ms()),
+                            expect_answer=not command.is_leave,
+                        )
                     names = command.request.subscribed_topic_names
                     if command.request.member_epoch == JOIN_EPOCH and names:
                         self._spawn(requests.resolve_names(names))  # ids before the assignment
@@ -349,6 +348,39 @@ class BackgroundRuntime:
                 case _:
                     self._to_application.put(command)
 
+    def _send_heartbeat_now(self, command: SendHeartbeat) -> bool:
+        """Send a heartbeat without a task over the coordinator's open connection; its answer
+        is fed from the socket's read callback (:meth:`_heartbeat_answered`). False if it
+        cannot go out that way (not connected yet, say): then a task sends it."""
+        sent = self._requests.heartbeat_soon(
+            command, self._heartbeat_timeout_ms(), self._heartbeat_answered, self._heartbeat_bug
+        )
+        if sent:
+            self._quiet.end()  # its answer may be for the application (an assignment)
+            self._heartbeats_in_flight += 1
+        return sent
+
+    def _heartbeat_answered(self, answer: HeartbeatAnswer) -> None:
+        """A heartbeat sent by :meth:`_send_heartbeat_now` is answered (or failed): feed it and
+        run the loop's next turn right here (it schedules the one after)."""
+        self._heartbeats_in_flight -= 1
+        if self._loop_ended:
+            return
+        drained = self._heartbeats_drained
+        if drained is not None and not self._heartbeats_in_flight and not drained.done():
+            drained.set_result(None)
+        try:
+            self._feed(answer)
+        except Exception as exc:  # noqa: BLE001 - a runtime bug: stop the loop and surface it
+            self._fail(exc)
+            return
+        self._turn()
+
+    def _heartbeat_bug(self, exc: Exception) -> None:
+        """Handling a task-free heartbeat's answer raised before it was fed: a runtime bug."""
+        self._heartbeats_in_flight -= 1
+        self._fail(exc)
+
     def _heartbeat_timeout_ms(self) -> int:
         """How long to wait for a heartbeat's answer before treating the connection as dead.
 
@@ -364,7 +396,12 @@ class BackgroundRuntime:
         """Promise the application thread quiet until the member's next timer, when nothing
         else can reach it before then: STABLE (or UNSUBSCRIBED: manual assignment's commits
         only), no request in flight, no event queued that asked for an answer."""
-        if self._member.state not in _QUIET_STATES or self._tasks or self._to_background.woken:
+        if (
+            self._member.state not in _QUIET_STATES
+            or self._tasks
+            or self._heartbeats_in_flight
+            or self._to_background.woken
+        ):
             self._quiet.end()
         elif deadline_ms is None:  # no timer at all
             self._quiet.promise(math.inf)
@@ -396,13 +433,17 @@ class BackgroundRuntime:
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
         self._lookups.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            # An exception here is a bug in the runtime: stop the loop and surface it.
-            self.failure = task.exception()
-            self._to_application.put(RuntimeFailed(task.exception()))  # type: ignore[arg-type]
-            self._stop_requested = True
-            if self._wakeup is not None:
-                self._wakeup.set()
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        """An exception in a request's handling is a bug in the runtime: stop the loop and
+        surface it."""
+        self.failure = exc
+        self._to_application.put(RuntimeFailed(exc))
+        self._stop_requested = True
+        if self._wakeup is not None:
+            self._wakeup.set()
 
     def _on_transition(self, _previous: MemberState, rule: MemberRule) -> None:
         """The member's observer: called for every rules-table row that fires."""
@@ -433,31 +474,3 @@ def _set_sasl_user(cluster: ClusterClient, event: SetSaslCredentials) -> None:
         cluster.set_sasl_user(event.username, event.password)
     except ValueError as exc:  # the facade checks first; a race with close() at most
         _log.error("set_sasl_credentials: %s", exc)
-
-
-def _settle(
-    request: FetchCommitted,
-    *,
-    offsets: list[int] | None = None,
-    error: BaseException | None = None,
-) -> None:
-    """Complete ``request``'s reply future (unless the application already gave up on it)."""
-    reply = request.reply
-    if reply.done():
-        return
-    if error is not None:
-        reply.set_exception(error)
-    else:
-        reply.set_result(offsets or [])
-
-
-def _refuse(request: FetchCommitted) -> None:
-    """Fail a ``committed()`` request the stopping loop will not answer."""
-    _settle(request, error=KafkaConnectionError("the consumer's background loop is not running"))
-
-
-def _refuse_requests(events: list[AppEvent]) -> None:
-    """Fail the ``committed()`` requests among events left behind by a stopping loop."""
-    for event in events:
-        if isinstance(event, FetchCommitted):
-            _refuse(event)

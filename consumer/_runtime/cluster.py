@@ -249,6 +249,39 @@ class ClusterClient(AsyncClosing):
             self.invalidate_coordinator(group_id)
         return response
 
+    def coordinator_request_soon(
+        self,
+        group_id: str,
+        request: RequestBuilder,
+        on_answer: Callable[[ResponsePayload | ConsumerError], None],
+        *,
+        timeout_ms: int | None = None,
+    ) -> bool:
+        """:meth:`coordinator_request` without a task, when the coordinator of ``group_id`` is
+        known and its connection open (:meth:`BrokerConnection.request_soon`); False (nothing
+        sent) otherwise. ``on_answer`` gets the response or the error; the cached coordinator
+        is forgotten on the same outcomes as :meth:`coordinator_request`.
+        """
+        node_id = self._coordinators.get(group_id)
+        broker = None if node_id is None else self._brokers.get(node_id)
+        if self._closed or broker is None:
+            return False
+        connections = (
+            self._coordinator_connections if self._separate_coordinator else self._connections
+        )
+        connection = connections.get(broker.node_id)
+        if connection is None or (connection.host, connection.port) != (broker.host, broker.port):
+            return False
+
+        def answered(outcome: ResponsePayload | ConsumerError) -> None:
+            if isinstance(outcome, (KafkaConnectionError, KafkaTimeoutError)) or (
+                not isinstance(outcome, ConsumerError) and _coordinator_moved(outcome)
+            ):
+                self.invalidate_coordinator(group_id)
+            on_answer(outcome)
+
+        return connection.request_soon(request, answered, timeout_ms=timeout_ms)
+
     async def close(self) -> None:
         """Close every connection; idempotent."""
         self._closed = True

@@ -1,9 +1,12 @@
 """An asyncio connection to one Kafka broker.
 
 One :class:`BrokerConnection` owns at most one TCP session at a time. A session is opened on
-first use (with the connect retry policy), negotiates API versions with ApiVersions, and runs a
-reader task that hands each response frame to the request waiting for its correlation id, so
-several requests may be in flight at once.
+first use (with the connect retry policy) and negotiates API versions with ApiVersions; it is an
+:class:`asyncio.Protocol` (:mod:`consumer._runtime.session`) that hands each response frame to
+whatever waits for its correlation id, so several requests may be in flight at once.
+:meth:`BrokerConnection.request` awaits the answer; :meth:`BrokerConnection.request_soon` (an
+idle member's heartbeat) writes the frame at once and gets the answer through a callback, with
+a timer for its timeout: no task at all.
 
 With a ``security`` setting (:mod:`consumer._runtime.security`) the TCP session is wrapped in TLS,
 and SASL (SaslHandshake, SaslAuthenticate) runs right after ApiVersions, before any other
@@ -27,7 +30,7 @@ Failure rules:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Final
 
 from kio.static.protocol import RequestPayload, ResponsePayload
@@ -209,6 +212,45 @@ class BrokerConnection(AsyncClosing):
             raise
         return response
 
+    def request_soon(
+        self,
+        build: Callable[[NegotiatedVersions], RequestPayload],
+        on_answer: Callable[[ResponsePayload | ConsumerError], None],
+        *,
+        timeout_ms: int | None = None,
+    ) -> bool:
+        """Send a request without a task: the frame is written now and ``on_answer`` is called
+        later, from the socket's read callback or the timeout's timer, with the decoded response
+        or the error :meth:`request` would raise (the same failure rules apply).
+
+        Only on an open, negotiated session that is not re-authenticating; otherwise nothing is
+        sent and False is returned (use :meth:`request`, which connects and waits). ``build``
+        makes the request from the session's versions; a version the broker does not offer
+        returns False too, so that :meth:`request` reports it.
+        """
+        session = self._session
+        if (
+            self._closed
+            or session is None
+            or session.failure is not None
+            or session.versions is None
+            or not session.open_for_requests.is_set()
+        ):
+            return False
+        request = build(session.versions)
+        offered = session.versions.broker_ranges.get(int(request.__api_key__))
+        if offered is None or int(request.__version__) not in offered:
+            return False
+        correlation_id = session.allocate_correlation_id()
+        data = self._frames.request_frame(
+            request, correlation_id=correlation_id, client_id=self._client_id
+        )
+        timeout_ms = self._request_timeout_ms if timeout_ms is None else timeout_ms
+        waiter = _AnswerWaiter(self, session, correlation_id, request, on_answer, timeout_ms)
+        session.pending[correlation_id] = waiter
+        session.write(data)
+        return True
+
     async def close(self) -> None:
         """Close for good: in-flight requests fail with KafkaConnectionError; idempotent."""
         self._closed = True
@@ -237,9 +279,11 @@ class BrokerConnection(AsyncClosing):
 
     async def _open_session(self) -> Session:
         ssl_context = self._security.ssl_context if self._security is not None else None
+        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(self._connect_timeout_ms / 1000):
-                reader, writer = await asyncio.open_connection(
+                _, session = await loop.create_connection(
+                    lambda: Session(self.address, self._max_frame_bytes),
                     self.host,
                     self.port,
                     ssl=ssl_context,
@@ -252,7 +296,6 @@ class BrokerConnection(AsyncClosing):
         except OSError as error:
             reason = error.strerror or str(error) or type(error).__name__
             raise KafkaConnectionError(f"could not connect to {self.address}: {reason}") from error
-        session = Session(reader, writer, self.address, self._max_frame_bytes)
         try:
             session.versions = await self._negotiate(session)
             await self._authenticate(session)
@@ -354,8 +397,8 @@ class BrokerConnection(AsyncClosing):
         what = f"{api_label(int(request.__api_key__))} v{request.__version__}"
         try:
             async with asyncio.timeout(timeout_ms / 1000):
-                session.writer.write(data)
-                await session.writer.drain()
+                session.write(data)
+                await session.drain()
                 return await future
         except TimeoutError:
             await self._drop(
@@ -379,7 +422,80 @@ class BrokerConnection(AsyncClosing):
                 # Keep a cancelled caller's entry, so its late response is recognised and dropped.
                 session.pending.pop(correlation_id, None)
 
+    def _drop_now(self, session: Session, error: ConsumerError) -> None:
+        """:meth:`_drop` from a callback: the transport closes in the background."""
+        if self._session is session:
+            self._session = None
+        session.fail(error)
+        if session.reauth_task is not None:
+            session.reauth_task.cancel()
+
     async def _drop(self, session: Session, error: ConsumerError) -> None:
         if self._session is session:
             self._session = None
         await session.shutdown(error)
+
+
+class _AnswerWaiter:
+    """The session's waiter for one :meth:`BrokerConnection.request_soon`: decodes the frame,
+    or reports the session's failure or the timeout, to the caller's callback."""
+
+    __slots__ = (
+        "_connection",
+        "_correlation_id",
+        "_on_answer",
+        "_request",
+        "_session",
+        "_timeout_ms",
+        "_timer",
+    )
+
+    def __init__(
+        self,
+        connection: BrokerConnection,
+        session: Session,
+        correlation_id: int,
+        request: RequestPayload,
+        on_answer: Callable[[ResponsePayload | ConsumerError], None],
+        timeout_ms: int,
+    ) -> None:
+        self._connection = connection
+        self._session = session
+        self._correlation_id = correlation_id
+        self._request = request
+        self._on_answer = on_answer
+        self._timeout_ms = timeout_ms
+        self._timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, self._timed_out)
+
+    def frame_arrived(self, frame: bytes) -> None:
+        self._timer.cancel()
+        connection = self._connection
+        try:
+            response = connection._frames.response(frame, response_type_for(type(self._request)))
+        except ProtocolError as error:
+            connection._drop_now(self._session, error)
+            self._on_answer(copy_error(error))
+            return
+        self._on_answer(response)
+
+    def session_failed(self, error: ConsumerError) -> None:
+        self._timer.cancel()
+        self._on_answer(error)
+
+    def _timed_out(self) -> None:
+        session = self._session
+        if session.pending.get(self._correlation_id) is not self:
+            return
+        del session.pending[self._correlation_id]
+        request = self._request
+        what = f"{api_label(int(request.__api_key__))} v{request.__version__}"
+        address = self._connection.address
+        self._connection._drop_now(
+            session,
+            KafkaConnectionError(
+                f"connection to {address} dropped: {what} timed out after {self._timeout_ms} ms"
+            ),
+        )
+        self._on_answer(
+            KafkaTimeoutError(f"{what} to {address} got no response within {self._timeout_ms} ms")
+        )

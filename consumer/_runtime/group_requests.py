@@ -117,38 +117,53 @@ class GroupRequests:
         ``timeout_ms`` bounds the wait for the answer (default: the request timeout).
         """
 
+        try:
+            response = await self._cluster.coordinator_request(
+                self._group_id,
+                self._heartbeat_builder(command),
+                timeout_ms=timeout_ms or self._request_timeout_ms,
+            )
+        except ConsumerError as exc:
+            return _heartbeat_answer(command, exc)
+        return _heartbeat_answer(command, response)
+
+    def heartbeat_soon(
+        self,
+        command: SendHeartbeat,
+        timeout_ms: int,
+        on_answer: Callable[[HeartbeatAnswer], None],
+        on_bug: Callable[[Exception], None],
+    ) -> bool:
+        """:meth:`heartbeat` without a task: sent now over the coordinator's open connection,
+        ``on_answer`` called with the same answer later (from the socket's read callback or
+        the timeout's timer). False when it cannot go out that way (no known coordinator, no
+        open session, a version problem): nothing was sent, use :meth:`heartbeat`. An exception
+        while handling the answer is a bug: it goes to ``on_bug``, never into the socket's
+        callback (where asyncio would only close the connection).
+        """
+
+        def answered(outcome: ResponsePayload | ConsumerError) -> None:
+            try:
+                on_answer(_heartbeat_answer(command, outcome))
+            except Exception as exc:  # noqa: BLE001 - handed to the runtime, which stops
+                on_bug(exc)
+
+        try:
+            return self._cluster.coordinator_request_soon(
+                self._group_id, self._heartbeat_builder(command), answered, timeout_ms=timeout_ms
+            )
+        except ConsumerError:  # e.g. a regex at v0: heartbeat() reports it
+            return False
+
+    def _heartbeat_builder(
+        self, command: SendHeartbeat
+    ) -> Callable[[NegotiatedVersions], RequestPayload]:
         def build(versions: NegotiatedVersions) -> RequestPayload:
             return self._heartbeats.build(
                 command.request, versions.version_for(ApiKey.CONSUMER_GROUP_HEARTBEAT)
             )
 
-        try:
-            response = await self._cluster.coordinator_request(
-                self._group_id,
-                build,
-                timeout_ms=timeout_ms or self._request_timeout_ms,
-            )
-            result = parse_heartbeat_response(response)
-        except UnsupportedBrokerError as exc:
-            return HeartbeatFailed(command.request_id, UNSUPPORTED_VERSION, str(exc))
-        except BrokerError as exc:
-            if exc.retriable:
-                return HeartbeatTransportFailed(command.request_id, str(exc))
-            return HeartbeatFailed(command.request_id, exc.code, exc.message)
-        except ConsumerError as exc:
-            return HeartbeatTransportFailed(command.request_id, str(exc))
-        if result.error is not None:
-            return HeartbeatFailed(
-                command.request_id, result.error.code, result.error.broker_message
-            )
-        assignment = None if result.assignment is None else flatten_assignment(result.assignment)
-        return HeartbeatSucceeded(
-            request_id=command.request_id,
-            member_epoch=result.member_epoch,
-            heartbeat_interval_ms=result.heartbeat_interval_ms,
-            assignment=assignment,
-            member_id=result.member_id,
-        )
+        return build
 
     async def find_coordinator(self) -> CoordinatorAnswer:
         """Look the coordinator up again."""
@@ -411,3 +426,31 @@ class GroupRequests:
 
     def _names(self) -> dict[uuid.UUID, str]:
         return {topic_id: name for name, topic_id in self._topic_ids.items()}
+
+
+def _heartbeat_answer(
+    command: SendHeartbeat, outcome: ResponsePayload | ConsumerError
+) -> HeartbeatAnswer:
+    """The member's input for a heartbeat's response or transport/broker error."""
+    try:
+        if isinstance(outcome, ConsumerError):
+            raise outcome
+        result = parse_heartbeat_response(outcome)
+    except UnsupportedBrokerError as exc:
+        return HeartbeatFailed(command.request_id, UNSUPPORTED_VERSION, str(exc))
+    except BrokerError as exc:
+        if exc.retriable:
+            return HeartbeatTransportFailed(command.request_id, str(exc))
+        return HeartbeatFailed(command.request_id, exc.code, exc.message)
+    except ConsumerError as exc:
+        return HeartbeatTransportFailed(command.request_id, str(exc))
+    if result.error is not None:
+        return HeartbeatFailed(command.request_id, result.error.code, result.error.broker_message)
+    assignment = None if result.assignment is None else flatten_assignment(result.assignment)
+    return HeartbeatSucceeded(
+        request_id=command.request_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval_ms=result.heartbeat_interval_ms,
+        assignment=assignment,
+        member_id=result.member_id,
+    )

@@ -1,61 +1,72 @@
-"""How the background loop sleeps: until its next deadline or a wake-up, whichever is first.
+"""When the background loop runs its next turn: at its next deadline or at a wake-up, whichever
+is first.
 
-``asyncio.wait_for(event.wait(), timeout)`` costs a task per turn (and, when the timeout fires,
-two more turns of the event loop to cancel it): an idle member's loop spent most of its turns on
-that machinery. :class:`LoopWakeup` waits on one plain future with one timer handle instead, so
-a deadline costs one callback and a wake-up one ``set_result``.
+The loop's turn is a plain function run as a loop callback, not a coroutine that sleeps: a
+deadline costs one timer callback and a wake-up one ``call_soon``, with no task step, no future
+and no ``asyncio.wait_for``/``asyncio.timeout`` around them (an idle member's loop spent most of
+its CPU on that machinery). A heartbeat's answer may run the turn itself, right where it arrives
+(see :meth:`LoopWakeup.run_now`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 __all__ = ["LoopWakeup"]
 
 
-def _resolve(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
 class LoopWakeup:
-    """A wake-up flag for the one coroutine that sleeps on it (the loop's ``_main``).
+    """Schedules the one turn function of the background loop.
 
-    :meth:`set` is called from the loop's thread (a task that fed an answer to the member, or
-    ``call_soon_threadsafe`` from :class:`~consumer._bridge.queues.ToBackground`); a ``set`` that
-    comes while nobody waits is remembered until the next :meth:`clear` or :meth:`wait`.
+    :meth:`set` is called from the loop's thread (an answer fed to the member, or
+    ``call_soon_threadsafe`` from :class:`~consumer._bridge.queues.ToBackground`); a ``set``
+    during a turn, after its :meth:`clear`, makes the next turn run right after it.
     """
 
-    __slots__ = ("_is_set", "_loop", "_waiter")
+    __slots__ = ("_closed", "_loop", "_soon", "_timer", "_turn")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, turn: Callable[[], None]) -> None:
         self._loop = loop
-        self._is_set = False
-        self._waiter: asyncio.Future[None] | None = None
+        self._turn = turn
+        self._soon: asyncio.Handle | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
+
+    @property
+    def is_set(self) -> bool:
+        """Whether a turn is due right away (woken since the last :meth:`clear`)."""
+        return self._soon is not None
 
     def set(self) -> None:
-        """Wake the sleeper now (or make its next :meth:`wait` return at once)."""
-        self._is_set = True
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        """Run the turn soon (once, however often this is called before it runs)."""
+        if self._soon is None and not self._closed:
+            self._soon = self._loop.call_soon(self._run)
 
     def clear(self) -> None:
-        """Forget a wake-up already seen (the start of a turn, before looking at the inputs)."""
-        self._is_set = False
+        """A turn starts: forget the runs scheduled for it (timer and wake-up)."""
+        if self._soon is not None:
+            self._soon.cancel()
+            self._soon = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
-    async def wait(self, timeout_s: float | None) -> None:
-        """Return after ``timeout_s`` (None: no limit) or at the next :meth:`set`, whichever
-        comes first; at once (after yielding to the loop) if set since the last :meth:`clear`."""
-        if self._is_set or (timeout_s is not None and timeout_s <= 0):
-            await asyncio.sleep(0)  # let the loop's other tasks run before the next turn
+    def schedule(self, timeout_s: float | None) -> None:
+        """At the end of a turn: run the next one after ``timeout_s`` (None: only when woken),
+        or right away if woken during this turn."""
+        if self._soon is not None or self._closed or timeout_s is None:
             return
-        waiter = self._loop.create_future()
-        self._waiter = waiter
-        timer = None if timeout_s is None else self._loop.call_later(timeout_s, _resolve, waiter)
-        try:
-            await waiter
-        finally:
-            self._waiter = None
-            if timer is not None:
-                timer.cancel()
+        if timeout_s <= 0:
+            self.set()
+            return
+        self._timer = self._loop.call_later(timeout_s, self._run)
+
+    def close(self) -> None:
+        """Run no more turns."""
+        self.clear()
+        self._closed = True
+
+    def _run(self) -> None:
+        self.clear()  # the wake-up or the timer, whichever did not call this
+        self._turn()

@@ -68,8 +68,20 @@ def traffic(monkeypatch: pytest.MonkeyPatch) -> GroupTraffic:
         recorded.record("connections", sorted(self._cluster._connections))
         return await heartbeat(self, command, *a)
 
+    heartbeat_soon = GroupRequests.heartbeat_soon
+
+    def recording_heartbeat_soon(self: GroupRequests, command: SendHeartbeat, *a: Any) -> bool:
+        # The task-free path (an open coordinator connection): recorded when it sent.
+        connections = sorted(self._cluster._connections)
+        sent = heartbeat_soon(self, command, *a)
+        if sent:
+            recorded.record("heartbeat", command.request.member_epoch)
+            recorded.record("connections", connections)
+        return sent
+
     monkeypatch.setattr(GroupRequests, "find_coordinator", recording_lookup)
     monkeypatch.setattr(GroupRequests, "heartbeat", recording_heartbeat)
+    monkeypatch.setattr(GroupRequests, "heartbeat_soon", recording_heartbeat_soon)
     return recorded
 
 

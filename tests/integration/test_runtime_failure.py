@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from confluent_kafka import KafkaException
@@ -39,7 +40,24 @@ def test_a_crash_in_the_background_loop_is_raised_from_the_next_poll(
             raise RuntimeError("injected bug in the runtime")
         return await original(self, command, *args, **kwargs)  # type: ignore[arg-type]
 
+    original_soon = GroupRequests.heartbeat_soon
+
+    def heartbeat_soon_then_crash(
+        self: GroupRequests, command: SendHeartbeat, timeout_ms: int, on_answer: Any, *rest: Any
+    ) -> bool:
+        # The task-free path: the bug is injected where its answer is handled (a callback).
+        heartbeats_seen.append(command.request.member_epoch)
+        crash = len(heartbeats_seen) >= 3
+
+        def answered(answer: Any) -> None:
+            if crash:
+                raise RuntimeError("injected bug in the runtime")
+            on_answer(answer)
+
+        return original_soon(self, command, timeout_ms, answered, *rest)
+
     monkeypatch.setattr(GroupRequests, "heartbeat", heartbeat_then_crash)
+    monkeypatch.setattr(GroupRequests, "heartbeat_soon", heartbeat_soon_then_crash)
     consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": unique_name("g")})
     try:
         consumer.subscribe([topic])

@@ -72,7 +72,7 @@ def connection_to(port: int, **kwargs: object) -> BrokerConnection:
 
 
 def own_tasks() -> set[asyncio.Task[object]]:
-    return {t for t in asyncio.all_tasks() if t.get_name().startswith("kafka-reader")}
+    return {t for t in asyncio.all_tasks() if t.get_name().startswith("kafka-")}
 
 
 @pytest.mark.asyncio

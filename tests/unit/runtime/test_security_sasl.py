@@ -466,10 +466,10 @@ async def test_connection_authenticates_before_other_requests_on_every_connect(
         rounds = ["authenticate"] * (1 if mechanism == "PLAIN" else 2)
         assert handler.order == ["handshake", *rounds, "MetadataRequest"]
         assert [int(h.request_api_key) for h, _ in broker.requests][:2] == [18, 17]
-        session = connection._session  # white-box: await the reader noticing the close
+        session = connection._session  # white-box: await the session noticing the close
         assert session is not None
         broker.drop_connections()  # the next request reconnects and authenticates again
-        await bounded(session.reader_task)
+        await bounded(asyncio.shield(session.lost))
         assert not connection.is_connected
         handler.order.clear()
         await _metadata(connection)
