@@ -4,8 +4,8 @@ Measured without modifying the library: ``GroupRequests.heartbeat`` (and ``heart
 its task-free path, and ``fetch_committed``) are wrapped in this process only. For each member, a
 response whose assignment differs from the last one it received starts a clock; the next
 heartbeat request of that member that carries ``topic_partitions`` (the owned partitions: the
-ack) stops it. ``sdk_ms`` subtracts the time
-spent in OffsetFetch round trips in between (broker time, not SDK time); ``total_ms`` is the
+ack) stops it. ``sdk_ms`` subtracts the time spent in the round's OffsetFetch and ListOffsets
+round trips in between (broker time, not SDK time); ``total_ms`` is the
 whole interval, including the on_assign/on_revoke callbacks served by the polling thread.
 
 Assignments change because members join (N members subscribe at once) and because the topic
@@ -131,17 +131,26 @@ def recording() -> Iterator[AckRecorder]:
         assert original_soon is not None
         return original_soon(self, command, timeout_ms, record_then_answer, *rest)
 
-    async def fetch_committed(self: GroupRequests, command: Any, *args: Any, **kwargs: Any) -> Any:
-        clock = recorder.clock(self)
-        start = time.monotonic()
-        try:
-            return await original_fetch(self, command, *args, **kwargs)
-        finally:
-            if clock.pending_since is not None:
-                clock.fetch_s += time.monotonic() - start
+    def broker_round_trip(original: Any) -> Any:
+        """``original`` (an awaited request of the round), its time counted as the broker's."""
 
+        async def timed(self: GroupRequests, command: Any, *args: Any, **kwargs: Any) -> Any:
+            clock = recorder.clock(self)
+            start = time.monotonic()
+            try:
+                return await original(self, command, *args, **kwargs)
+            finally:
+                if clock.pending_since is not None:
+                    clock.fetch_s += time.monotonic() - start
+
+        return timed
+
+    # ListOffsets of the round's LISTING_OFFSETS phase (absent from older trees).
+    original_list = getattr(GroupRequests, "list_start_offsets", None)
     GroupRequests.heartbeat = heartbeat  # type: ignore[method-assign]
-    GroupRequests.fetch_committed = fetch_committed  # type: ignore[method-assign]
+    GroupRequests.fetch_committed = broker_round_trip(original_fetch)  # type: ignore[method-assign]
+    if original_list is not None:
+        GroupRequests.list_start_offsets = broker_round_trip(original_list)  # type: ignore[method-assign]
     if original_soon is not None:
         GroupRequests.heartbeat_soon = heartbeat_soon  # type: ignore[method-assign,assignment]
     try:
@@ -151,6 +160,8 @@ def recording() -> Iterator[AckRecorder]:
             GroupRequests.heartbeat_soon = original_soon  # type: ignore[method-assign]
         GroupRequests.heartbeat = original_heartbeat  # type: ignore[method-assign]
         GroupRequests.fetch_committed = original_fetch  # type: ignore[method-assign]
+        if original_list is not None:
+            GroupRequests.list_start_offsets = original_list  # type: ignore[method-assign]
 
 
 class _Poller:
