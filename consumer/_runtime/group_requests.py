@@ -7,20 +7,16 @@ become inputs the member knows how to handle: retry, rediscover, fence or fail).
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from consumer._logging import routed_logger
 from consumer._runtime.cluster import ClusterClient
+from consumer._runtime.start_offsets import StartOffsetLister
 from consumer._wire import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
     ApiKey,
     ClusterMetadata,
     HeartbeatRequestBuilder,
@@ -28,12 +24,10 @@ from consumer._wire import (
     OffsetCommitFields,
     OffsetFetchFields,
     OffsetToCommit,
-    build_list_offsets_request,
     build_offset_commit_request,
     build_offset_fetch_request,
     offsets_version,
     parse_heartbeat_response,
-    parse_list_offsets_response,
     parse_offset_commit_response,
     parse_offset_fetch_response,
 )
@@ -52,7 +46,6 @@ from consumer.member import (
     HeartbeatTransportFailed,
     ListStartOffsets,
     MetadataResolved,
-    ResetPolicy,
     SendHeartbeat,
     StartOffsetsListed,
     TopicPartition,
@@ -65,18 +58,6 @@ _log = routed_logger("consumer.runtime")
 NETWORK_EXCEPTION = 13
 #: Code used when the cluster cannot run the consumer protocol at all.
 UNSUPPORTED_VERSION = 35
-#: Pause before a ListOffsets is retried after a leader change or a transport failure (as
-#: ``retry.backoff.ms``'s default; the retries stop at the request timeout).
-_LIST_OFFSETS_RETRY_BACKOFF_MS = 100
-#: Up to this many brokers, a partition whose leader is unknown is asked of each of them
-#: instead of parsing the topic's whole Metadata (see GroupRequests.list_start_offsets).
-_PROBE_MAX_BROKERS = 3
-#: ListOffsets timestamps of the reset policies.
-_POLICY_TIMESTAMPS = {
-    ResetPolicy.EARLIEST: EARLIEST_TIMESTAMP,
-    ResetPolicy.LATEST: LATEST_TIMESTAMP,
-}
-
 _Parsed = TypeVar("_Parsed")
 
 #: What a heartbeat is answered with.
@@ -87,8 +68,6 @@ CoordinatorAnswer = CoordinatorChanged | CoordinatorLost
 OffsetsAnswer = CommitCompleted | CommittedOffsetsFetched
 #: Every answer a request of this module feeds back to the member.
 Answer = HeartbeatAnswer | CoordinatorAnswer | MetadataResolved | OffsetsAnswer | StartOffsetsListed
-#: Partition -> the broker leading it, as the latest metadata said.
-_Leaders = dict[TopicPartition, int]
 
 
 class GroupRequests:
@@ -99,8 +78,7 @@ class GroupRequests:
         self._group_id = group_id
         self._request_timeout_ms = request_timeout_ms
         self._topic_ids: dict[str, uuid.UUID] = {}
-        #: Partition leaders from every metadata answer (the join's, the assignment's).
-        self._leaders: _Leaders = {}
+        self._start_offsets = StartOffsetLister(cluster, request_timeout_ms)
         #: An idle member's equal heartbeats reuse one kio request.
         self._heartbeats = HeartbeatRequestBuilder()
 
@@ -210,125 +188,11 @@ class GroupRequests:
         """Keep topic ids and partition leaders from a metadata answer."""
         names = snapshot.topic_names_by_id()
         self._topic_ids.update({name: topic_id for topic_id, name in names.items()})
-        for topic in snapshot.topics:
-            if topic.name is None or topic.error is not None:
-                continue
-            for index, entry in topic.partitions.items():
-                key = TopicPartition(topic.name, index)
-                if entry.error is None and entry.leader_id >= 0:
-                    self._leaders[key] = entry.leader_id
-                else:
-                    self._leaders.pop(key, None)
+        self._start_offsets.learn(snapshot)
 
     async def list_start_offsets(self, command: ListStartOffsets) -> StartOffsetsListed:
-        """ListOffsets to each partition's leader (one request per broker, concurrently).
-
-        Leaders come from the metadata already learned. A partition whose leader is unknown (a
-        partition just added to the topic) is asked of every broker of a small cluster (at most
-        ``_PROBE_MAX_BROKERS``): only its leader answers with an offset, the others with
-        NOT_LEADER_OR_FOLLOWER, and no Metadata of the whole topic is parsed (with 50 members in
-        one process that parse cost about 44 ms per member and growth step); a larger cluster
-        asks Metadata first. A partition whose leader moved (NOT_LEADER_OR_FOLLOWER,
-        UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, any retriable error), that no broker
-        answered, or whose request failed in transit is asked again after fresh metadata, until
-        the request timeout; a partition still without an offset then (or with a non-retriable
-        error) is left out of the answer, and the data plane falls back to the logical offset.
-        """
-        deadline_s = time.monotonic() + self._request_timeout_ms / 1000
-        ask = functools.partial(
-            self._list_offsets,
-            timestamp=_POLICY_TIMESTAMPS[command.policy],
-            read_committed=command.read_committed,
-        )
-        found: dict[TopicPartition, int] = {}
-        pending = set(command.partitions)
-        refresh = False
-        while pending:
-            leaders = await self._leaders_of(pending, refresh)
-            by_leader: dict[int, list[TopicPartition]] = {}
-            for tp in pending:
-                if tp in leaders:
-                    by_leader.setdefault(leaders[tp], []).append(tp)
-            unknown = sorted(pending - leaders.keys())
-            probed = self._probe_nodes() if unknown and not refresh else []
-            answers = await asyncio.gather(
-                *(ask(node, parts) for node, parts in by_leader.items()),
-                *(ask(node, unknown) for node in probed),
-            )
-            retry = set(unknown)
-            for (listed, again), node in zip(answers, [*by_leader, *probed], strict=True):
-                found.update(listed)
-                if node in probed:
-                    self._leaders.update(dict.fromkeys(listed, node))  # it leads them
-                    retry -= listed.keys()
-                else:
-                    retry |= again
-            pending = retry
-            if not pending or time.monotonic() + _LIST_OFFSETS_RETRY_BACKOFF_MS / 1000 > deadline_s:
-                break
-            await asyncio.sleep(_LIST_OFFSETS_RETRY_BACKOFF_MS / 1000)
-            refresh = True
-        if pending:
-            _log.debug("start offsets not found for %s: logical offsets apply", sorted(pending))
-        return StartOffsetsListed(command.request_id, found)
-
-    def _probe_nodes(self) -> list[int]:
-        """The brokers to ask for partitions whose leader is unknown ([]: too many, or none)."""
-        brokers = sorted(self._cluster.brokers)
-        return brokers if len(brokers) <= _PROBE_MAX_BROKERS else []
-
-    async def _leaders_of(self, partitions: Iterable[TopicPartition], refresh: bool) -> _Leaders:
-        """The known leaders of ``partitions``; metadata first on ``refresh``, or when one is
-        unknown and the cluster is too large to ask every broker."""
-        wanted = set(partitions)
-        unknown = any(tp not in self._leaders for tp in wanted)
-        if refresh or (unknown and not self._probe_nodes()):
-            try:
-                self._learn(await self._cluster.metadata(sorted({tp.topic for tp in wanted})))
-            except ConsumerError as exc:
-                _log.debug("metadata for start offsets failed: %s", exc)
-        return {tp: self._leaders[tp] for tp in wanted if tp in self._leaders}
-
-    async def _list_offsets(
-        self,
-        node_id: int,
-        partitions: list[TopicPartition],
-        *,
-        timestamp: int,
-        read_committed: bool,
-    ) -> tuple[dict[TopicPartition, int], set[TopicPartition]]:
-        """One ListOffsets to broker ``node_id``: the offsets found, and the partitions to ask
-        again (retriable errors, transport failures). Non-retriable errors drop a partition."""
-        try:
-            connection = await self._cluster.connection_to(node_id)
-            version = connection.versions.version_for(ApiKey.LIST_OFFSETS)
-            request = build_list_offsets_request(
-                version,
-                [(tp.topic, tp.partition) for tp in partitions],
-                timestamp=timestamp,
-                read_committed=read_committed,
-                timeout_ms=self._request_timeout_ms,
-            )
-            response = await connection.request(request, timeout_ms=self._request_timeout_ms)
-            results = parse_list_offsets_response(response)
-        except UnsupportedBrokerError as exc:
-            _log.debug("ListOffsets unsupported by broker %d: %s", node_id, exc)
-            return {}, set()
-        except ConsumerError as exc:
-            _log.debug("ListOffsets to broker %d failed: %s", node_id, exc)
-            return {}, set(partitions)
-        found: dict[TopicPartition, int] = {}
-        again: set[TopicPartition] = set(partitions)
-        for result in results:
-            tp = TopicPartition(result.topic, result.partition)
-            if tp not in again:
-                continue
-            if result.error is None and result.offset >= 0:
-                found[tp] = result.offset
-                again.discard(tp)
-            elif result.error is not None and not result.error.retriable:
-                again.discard(tp)
-        return found, again
+        """ListOffsets for the round's uncommitted partitions (see :class:`StartOffsetLister`)."""
+        return await self._start_offsets.resolve(command)
 
     async def commit(self, command: CommitOffsets) -> CommitCompleted:
         """OffsetCommit v9/v10 with the member id and epoch."""
