@@ -6,9 +6,11 @@
 records/s these hardly depend on how much of the CPUs other work on the machine leaves.
 
 ``python -m benchmarks._throughput_proc '<json spec>'`` with ``impl`` (a way of
-:data:`benchmarks.throughput.IMPLEMENTATIONS`), ``bootstrap``, ``topic``, ``total`` and ``size``
-runs :func:`benchmarks.throughput.run_once` with the ``consumer`` package of the tree it is
-started from (``PYTHONPATH``) and prints its result as one JSON line.
+:data:`benchmarks.throughput.IMPLEMENTATIONS`), ``bootstrap``, ``topic``, ``total``, ``size`` and
+optionally ``overrides`` (librdkafka keys given to both clients, e.g. one of
+:data:`benchmarks.throughput.PREFETCH`) runs :func:`benchmarks.throughput.run_once` with the
+``consumer`` package of the tree it is started from (``PYTHONPATH``) and prints its result as
+one JSON line.
 """
 
 from __future__ import annotations
@@ -18,8 +20,6 @@ import sys
 import time
 from collections.abc import Callable
 from typing import Any
-
-from benchmarks.throughput import run_once
 
 RunOnce = Callable[[str, str, str, int, int], dict[str, Any]]
 
@@ -40,9 +40,14 @@ def run_with_cpu(
 
 def main(argv: list[str]) -> int:
     """Entry point: one spec argument, one JSON line out."""
+    from benchmarks.throughput import run_once  # which imports this module
+
     spec = json.loads(argv[0])
+    overrides = dict(spec.get("overrides") or {})
     result = run_with_cpu(
-        run_once,
+        lambda impl, bootstrap, topic, total, size: run_once(
+            impl, bootstrap, topic, total, size, overrides
+        ),
         str(spec["impl"]),
         str(spec["bootstrap"]),
         str(spec["topic"]),

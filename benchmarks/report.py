@@ -12,11 +12,11 @@ from benchmarks.common import read_results
 from benchmarks.delivery_latency import section as delivery_section
 from benchmarks.scaling_report import scaling_section
 from benchmarks.share_report import share_headline, share_section
+from benchmarks.throughput_report import throughput_headline, throughput_section
 
 MB_TARGET = 20.0
 CPU_TARGET = 1.0
 ACK_P99_TARGET_MS = 50.0
-THROUGHPUT_TARGET = 0.95
 
 
 def _fmt(value: float, digits: int = 2) -> str:
@@ -43,30 +43,6 @@ def _pyplot() -> Any:
     import matplotlib.pyplot as plt
 
     return plt
-
-
-def _plot_throughput(result: dict[str, Any], out: Path) -> str | None:
-    from benchmarks.throughput import IMPLEMENTATIONS
-
-    plt = _pyplot()
-    workloads = result["workloads"]
-    fig, axes = plt.subplots(1, len(workloads), figsize=(5 * len(workloads), 4), squeeze=False)
-    for ax, (label, work) in zip(axes[0], workloads.items(), strict=True):
-        stats = work["stats"]
-        med = [stats[i]["median"] / 1000 for i in IMPLEMENTATIONS]
-        low = [m - stats[i]["min"] / 1000 for m, i in zip(med, IMPLEMENTATIONS, strict=True)]
-        high = [stats[i]["max"] / 1000 - m for m, i in zip(med, IMPLEMENTATIONS, strict=True)]
-        colors = ["#888888", "#4c72b0", "#8fa9d6", "#dd8452", "#f2b880"]
-        ax.bar(range(len(med)), med, yerr=[low, high], color=colors, capsize=3)
-        ax.set_xticks(range(len(med)), ["a", "b", "b'", "c", "d"])
-        ax.set_title(f"{work['count']:,} x {label}, 12 partitions")
-        ax.set_ylabel("thousand records/s (median, min–max)")
-    fig.suptitle("Throughput: a=confluent assign, b/b'=confluent KIP-848 poll/consume, c/d=ours")
-    fig.tight_layout()
-    path = out / "throughput.png"
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return path.name
 
 
 def _plot_timeline(broker: str, scenario: str, timelines: dict[str, Any], out: Path) -> str:
@@ -232,23 +208,7 @@ def _header(results: dict[str, dict[str, Any]]) -> list[str]:
 def _headline(results: dict[str, dict[str, Any]]) -> list[str]:
     rows: list[str] = []
     if "throughput" in results:
-        for label, work in results["throughput"]["result"]["workloads"].items():
-            for key in ("c/b", "d/b"):
-                value = work["ratios"][key]
-                gap = (
-                    ""
-                    if value >= THROUGHPUT_TARGET
-                    else f" (short by {THROUGHPUT_TARGET - value:.3f})"
-                )
-                rows.append(
-                    f"| throughput {label} {key} | ≥ {THROUGHPUT_TARGET} | {value:.3f}{gap} | "
-                    f"{_verdict(value >= THROUGHPUT_TARGET)} |"
-                )
-            fair = work["ratios"]["d/b'"]
-            rows.append(
-                f"| throughput {label} d/b' (both consume(500); informational) | ≥ "
-                f"{THROUGHPUT_TARGET} | {fair:.3f} | {_verdict(fair >= THROUGHPUT_TARGET)} |"
-            )
+        rows += throughput_headline(results["throughput"])
     if "convergence" in results:
         for broker, data in results["convergence"]["result"]["brokers"].items():
             for scenario, stats in data["stats"].items():
@@ -295,83 +255,6 @@ def _headline(results: dict[str, dict[str, Any]]) -> list[str]:
         *rows,
         "",
     ]
-
-
-def _throughput(payload: dict[str, Any], out: Path) -> list[str]:
-    from benchmarks.throughput import IMPLEMENTATIONS, LABELS
-
-    result = payload["result"]
-    lines = [
-        "## 1. Throughput",
-        "",
-        "Records consumed to the end of a 12-partition topic (produced once, reused across runs); "
-        "fresh group id per run, `auto.offset.reset=earliest`, default configuration otherwise. "
-        "Rate = records / time from the partitions' assignment (first `on_assign`; right after "
-        "`assign()` for (a)) to the last record: the group join is excluded (it is the "
-        "*assigned after* column) but all fetching is included. Implementations interleaved, "
-        "order rotated per "
-        f"repetition; {payload['repeat']} repetition(s). Targets: (c)/(b) and (d)/(b) ≥ 0.95.",
-        "",
-    ]
-    for label, work in result["workloads"].items():
-        lines += [
-            f"### {work['count']:,} records of {label}",
-            "",
-            "| implementation | median records/s | min–max | MB/s | vs (b) | median assigned "
-            "after (s) | median first record (s) | steady state (first→last record) records/s |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        base = work["stats"]["confluent-848-poll"]["median"]
-        for impl in IMPLEMENTATIONS:
-            stats = work["stats"][impl]
-            mine = [r for r in work["runs"] if r["impl"] == impl]
-            assigned = _median([r.get("assigned_s") for r in mine])
-            first = _median([r.get("first_record_s") for r in mine])
-            steady = work.get("steady_stats", {}).get(impl, {}).get("median", float("nan"))
-            lines.append(
-                f"| {LABELS[impl]} | {stats['median']:,.0f} | {_range(stats, 0)} | "
-                f"{stats['median'] * work['size'] / 1e6:.1f} | "
-                f"{stats['median'] / base if base else 0:.2f} | {_fmt(assigned)} | "
-                f"{_fmt(first)} | {_fmt(steady, 0)} |"
-            )
-        ratios = work["ratios"]
-        lines += [
-            "",
-            "Ratios of medians: " + ", ".join(f"{k} = **{v:.2f}**" for k, v in ratios.items()),
-        ]
-        if "steady_ratios" in work:
-            lines += [
-                "",
-                "Steady state (first→last record): "
-                + ", ".join(f"{k} = {v:.2f}" for k, v in work["steady_ratios"].items()),
-            ]
-        lines.append("")
-    name = _plot_throughput(result, out)
-    if name:
-        lines += [f"![throughput](benchmarks/{name})", ""]
-    profiles = result.get("profiles") or {}
-    if profiles:
-        lines += [
-            "### Where the time goes (pyinstrument, application thread, 100 B records)",
-            "",
-            "One extra run per implementation under pyinstrument (wall-clock, 0.5 ms sampling; "
-            "not counted above). Trimmed to the call tree under `poll()`:",
-            "",
-        ]
-        for key, text in profiles.items():
-            lines += [f"`{key}`:", "", "```", *_trim_profile(text), "```", ""]
-    return lines
-
-
-def _median(values: list[Any]) -> float:
-    clean = sorted(float(v) for v in values if v is not None)
-    return clean[len(clean) // 2] if clean else float("nan")
-
-
-def _trim_profile(text: str, keep: int = 28) -> list[str]:
-    body = [line for line in text.splitlines() if line.strip()]
-    start = next((i for i, line in enumerate(body) if "_drain_" in line), 0)
-    return body[start : start + keep]
 
 
 def _convergence(payload: dict[str, Any], out: Path) -> list[str]:
@@ -553,7 +436,7 @@ def write_report(results_dir: Path, docs_dir: Path) -> Path:
         lines += _header(results)
         lines += _headline(results)
         sections = {
-            "throughput": _throughput,
+            "throughput": throughput_section,
             "convergence": _convergence,
             "ack_latency": _ack,
             "delivery_latency": delivery_section,

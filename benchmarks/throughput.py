@@ -13,20 +13,35 @@ for (a)) to the last record, so the group join is excluded but every fetch is in
 (librdkafka prefetches as soon as partitions are assigned, so timing from the first record would
 hide the fetch time of whatever was prefetched before it). The join is reported separately as
 ``assigned_s``. Implementations are interleaved, and the order rotates each repetition.
+
+Every way runs under each librdkafka prefetch setting of :data:`PREFETCH`, interleaved too. With
+librdkafka's defaults the local queue passes ``queued.min.messages`` (100,000 records: one or two
+fetch responses of 100 B records) or ``queued.max.messages.kbytes`` (64 MiB: a third of the 1 KiB
+topic) and every partition then waits ``fetch.queue.backoff.ms`` (1 s) before its next fetch, so a
+run's length is mostly a whole number of those pauses and says little about the client
+(benchmarks/analysis.md, session 11). ``unbounded`` raises both limits to librdkafka's maxima for
+both clients: nothing pauses the fetcher, and the clients' own costs decide. Each run also records
+its CPU per record (:func:`benchmarks._throughput_proc.run_with_cpu`), which hardly depends on the
+pauses or on other load. Runs of one call shape (``poll()`` or ``consume()``) whose rates fall into
+two modes (a gap of at least :data:`MODE_GAP` between neighbours) are also summarised per mode
+(:func:`split_modes`).
 """
 
 from __future__ import annotations
 
+import functools
 import io
+import math
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 from confluent_kafka import Consumer as ConfluentConsumer
 
+from benchmarks._throughput_proc import run_with_cpu
 from benchmarks.common import (
     create_topic,
     end_offsets,
@@ -54,6 +69,24 @@ LABELS = {
     "ours-poll": "(c) ours + poll()",
     "ours-consume": "(d) ours + consume(500)",
 }
+#: librdkafka prefetch settings, given to both clients: ``default`` (librdkafka's own: 100,000
+#: records or 64 MiB queued, then a 1 s fetch backoff) and ``unbounded`` (both limits at
+#: librdkafka's maxima, so that the fetcher never pauses for the application).
+PREFETCH: dict[str, dict[str, Any]] = {
+    "default": {},
+    "unbounded": {"queued.min.messages": 10_000_000, "queued.max.messages.kbytes": 2_097_151},
+}
+#: Ways of one call shape, compared per mode; the first of each is the ratio's base.
+SHAPES = {
+    "poll": ("confluent-848-poll", "ours-poll", "confluent-assign"),
+    "consume": ("confluent-848-consume", "ours-consume"),
+}
+#: Ways whose rates decide a shape's modes. Not (a): timed from ``assign()``, its rate includes
+#: librdkafka's wait for the topic's metadata (about 0.5 s), which reads as a mode of its own on
+#: small topics; its runs are still classified by the threshold the others give.
+MODE_SOURCES = frozenset(IMPLEMENTATIONS) - {"confluent-assign"}
+#: Two neighbouring rates (sorted) at least this far apart split a shape's runs into two modes.
+MODE_GAP = 2.0
 
 
 @dataclass(frozen=True)
@@ -100,9 +133,11 @@ def _base_config(bootstrap: str) -> dict[str, Any]:
     }
 
 
-def _make(impl: str, bootstrap: str, topic: str, assigned: list[float]) -> Any:
+def _make(
+    impl: str, bootstrap: str, topic: str, assigned: list[float], overrides: Mapping[str, Any]
+) -> Any:
     """The consumer; ``assigned`` receives the time its partitions were assigned."""
-    config = _base_config(bootstrap)
+    config = {**_base_config(bootstrap), **overrides}
     if impl == "confluent-assign":
         config["enable.auto.commit"] = False
         consumer: Any = ConfluentConsumer(config)
@@ -154,14 +189,22 @@ def _drain_consume(consumer: Any, total: int, deadline: float) -> tuple[int, flo
     return count, first
 
 
-def run_once(impl: str, bootstrap: str, topic: str, total: int, size: int) -> dict[str, Any]:
-    """Consume ``total`` records of ``topic`` with ``impl``; rate from first to last record."""
+def run_once(
+    impl: str,
+    bootstrap: str,
+    topic: str,
+    total: int,
+    size: int,
+    overrides: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Consume ``total`` records of ``topic`` with ``impl`` (librdkafka keys ``overrides`` given
+    to either client); rate from the assignment to the last record."""
     drain: Callable[[Any, int, float], tuple[int, float | None]] = (
         _drain_consume if impl.endswith("consume") else _drain_poll
     )
     start = time.monotonic()
     assigned: list[float] = []
-    consumer = _make(impl, bootstrap, topic, assigned)
+    consumer = _make(impl, bootstrap, topic, assigned, overrides or {})
     try:
         count, first = drain(consumer, total, start + max(60.0, total / 2_000))
         end = time.monotonic()
@@ -197,52 +240,131 @@ def profile_once(impl: str, bootstrap: str, topic: str, total: int) -> str:
     return out.getvalue()
 
 
+def split_modes(rates: Sequence[float], min_gap: float = MODE_GAP) -> float | None:
+    """The rate between two modes of ``rates``, or None when they form one.
+
+    The rates are sorted and the widest ratio between neighbours is found; when it is at least
+    ``min_gap`` the threshold is the geometric mean of those two neighbours (runs at or above it
+    are the high mode). One gap is enough for the mixtures seen here (two modes).
+    """
+    clean = sorted(r for r in rates if r > 0)
+    if len(clean) < 2:
+        return None
+    low, high = max(zip(clean, clean[1:], strict=False), key=lambda pair: pair[1] / pair[0])
+    if high / low < min_gap:
+        return None
+    return math.sqrt(low * high)
+
+
+def _modes(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per call shape: the threshold between modes (None: one mode) and, when split, each way's
+    summary and the ratios to the shape's base way per mode."""
+    shapes: dict[str, Any] = {}
+    for shape, impls in SHAPES.items():
+        mine = [r for r in runs if r["impl"] in impls]
+        threshold = split_modes([r["records_per_s"] for r in mine if r["impl"] in MODE_SOURCES])
+        entry: dict[str, Any] = {"threshold_records_per_s": threshold}
+        if threshold is not None:
+            for mode, wanted in (("low", False), ("high", True)):
+                stats = {
+                    impl: summary(
+                        [
+                            r["records_per_s"]
+                            for r in mine
+                            if r["impl"] == impl and (r["records_per_s"] >= threshold) == wanted
+                        ]
+                    )
+                    for impl in impls
+                }
+                base = float(stats[impls[0]]["median"])
+                entry[mode] = {
+                    "stats": stats,
+                    "ratios": {
+                        impl: (ratio(float(stats[impl]["median"]), base) if base else None)
+                        for impl in impls[1:]
+                        if stats[impl]["n"]
+                    },
+                }
+        shapes[shape] = entry
+    return shapes
+
+
+def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Stats, ratios of medians, CPU per record and modes of one setting's runs."""
+
+    def per_impl(key: str) -> dict[str, Any]:
+        return {
+            impl: summary([r[key] for r in runs if r["impl"] == impl and key in r])
+            for impl in IMPLEMENTATIONS
+        }
+
+    stats, steady = per_impl("records_per_s"), per_impl("steady_records_per_s")
+
+    def ratios(table: dict[str, Any]) -> dict[str, float]:
+        med = {impl: float(table[impl]["median"]) for impl in IMPLEMENTATIONS}
+        return {
+            "c/b": ratio(med["ours-poll"], med["confluent-848-poll"]),
+            "d/b": ratio(med["ours-consume"], med["confluent-848-poll"]),
+            "d/b'": ratio(med["ours-consume"], med["confluent-848-consume"]),
+            "c/a": ratio(med["ours-poll"], med["confluent-assign"]),
+        }
+
+    return {
+        "runs": runs,
+        "stats": stats,
+        "steady_stats": steady,
+        "ratios": ratios(stats),
+        "steady_ratios": ratios(steady),
+        "thread_cpu_us_per_record": per_impl("thread_cpu_us_per_record"),
+        "process_cpu_us_per_record": per_impl("process_cpu_us_per_record"),
+        "modes": _modes(runs),
+    }
+
+
 def run(bootstrap: str, size: str, repeat: int, profile: bool = True) -> dict[str, Any]:
-    """The whole throughput benchmark; returns the JSON-ready result."""
-    results: dict[str, Any] = {"partitions": PARTITIONS, "batch": BATCH, "workloads": {}}
+    """The whole throughput benchmark; returns the JSON-ready result.
+
+    Per workload, the ``default`` setting's summary sits at the top level (the shape earlier
+    results have) and every other setting of :data:`PREFETCH` under ``"prefetch"``.
+    """
+    results: dict[str, Any] = {
+        "partitions": PARTITIONS,
+        "batch": BATCH,
+        "prefetch": PREFETCH,
+        "mode_gap": MODE_GAP,
+        "workloads": {},
+    }
     profiles: dict[str, str] = {}
+    cases = [(impl, setting) for setting in PREFETCH for impl in IMPLEMENTATIONS]
     for work in workloads(size):
         topic = ensure_topic(bootstrap, work)
-        runs: list[dict[str, Any]] = []
+        runs: dict[str, list[dict[str, Any]]] = {setting: [] for setting in PREFETCH}
         for rep in range(repeat):
-            shift = rep % len(IMPLEMENTATIONS)
-            order = IMPLEMENTATIONS[shift:] + IMPLEMENTATIONS[:shift]
-            for impl in order:
-                outcome = run_once(impl, bootstrap, topic, work.count, work.size)
-                outcome["repetition"] = rep
-                runs.append(outcome)
-                log(
-                    f"throughput {work.label} {impl}: {outcome['records_per_s']:,.0f} rec/s "
-                    f"({outcome['consumed']}/{work.count})"
+            shift = (rep * 3) % len(cases)  # rotates the ways and the settings
+            for impl, setting in cases[shift:] + cases[:shift]:
+                outcome = run_with_cpu(
+                    functools.partial(run_once, overrides=PREFETCH[setting]),
+                    impl,
+                    bootstrap,
+                    topic,
+                    work.count,
+                    work.size,
                 )
-        stats = {
-            impl: summary([r["records_per_s"] for r in runs if r["impl"] == impl])
-            for impl in IMPLEMENTATIONS
-        }
-        steady = {
-            impl: summary([r["steady_records_per_s"] for r in runs if r["impl"] == impl])
-            for impl in IMPLEMENTATIONS
-        }
-        med = {impl: float(stats[impl]["median"]) for impl in IMPLEMENTATIONS}
-        smed = {impl: float(steady[impl]["median"]) for impl in IMPLEMENTATIONS}
+                outcome["repetition"] = rep
+                outcome["prefetch"] = setting
+                runs[setting].append(outcome)
+                log(
+                    f"throughput {work.label} {setting} {impl}: "
+                    f"{outcome['records_per_s']:,.0f} rec/s ({outcome['consumed']}/{work.count}), "
+                    f"{outcome['thread_cpu_us_per_record']:.2f} us CPU/record (thread)"
+                )
         results["workloads"][work.label] = {
             "topic": topic,
             "count": work.count,
             "size": work.size,
-            "runs": runs,
-            "stats": stats,
-            "steady_stats": steady,
-            "steady_ratios": {
-                "c/b": ratio(smed["ours-poll"], smed["confluent-848-poll"]),
-                "d/b": ratio(smed["ours-consume"], smed["confluent-848-poll"]),
-                "d/b'": ratio(smed["ours-consume"], smed["confluent-848-consume"]),
-                "c/a": ratio(smed["ours-poll"], smed["confluent-assign"]),
-            },
-            "ratios": {
-                "c/b": ratio(med["ours-poll"], med["confluent-848-poll"]),
-                "d/b": ratio(med["ours-consume"], med["confluent-848-poll"]),
-                "d/b'": ratio(med["ours-consume"], med["confluent-848-consume"]),
-                "c/a": ratio(med["ours-poll"], med["confluent-assign"]),
+            **summarise(runs["default"]),
+            "prefetch": {
+                setting: summarise(runs[setting]) for setting in PREFETCH if setting != "default"
             },
         }
         if profile and work.label == "100B":

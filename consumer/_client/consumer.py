@@ -36,6 +36,7 @@ from consumer._client.manual import ManualAssignment
 from consumer._client.metrics import member_metrics, with_member_stats
 from consumer._client.offsets import OffsetBook
 from consumer._client.polling import (
+    FAST_CONSUME_WINDOW_S,
     FAST_POLL_BUDGET,
     MIN_WAIT_S,
     POLL_SLICE_S,
@@ -108,6 +109,8 @@ class Consumer(DataPlaneMethods):
         self._fast_poll_ok = False
         self._fast_polls_left = 0
         self._raw_poll = self._dataplane.raw_poll
+        self._consume_now = self._dataplane.consume
+        self._fast_consume_until_s = 0.0
         self._to_application.add_listener(self._disarm_fast_poll)
         self._ever_subscribed = False
         # The member's runtime starts now and looks the coordinator up (and connects to it), as
@@ -248,18 +251,40 @@ class Consumer(DataPlaneMethods):
         """Serve rebalance callbacks, then return up to ``num_messages`` records."""
         if not isinstance(num_messages, int) or not 1 <= num_messages <= 1_000_000:
             raise ValueError(f"num_messages must be an int in 1..1000000, got {num_messages!r}")
+        # Fast path while full batches flow and the background has nothing for this thread:
+        # what librdkafka already holds, without waiting. The full path (serve the background,
+        # stamp and report the poll with the consumed offsets) runs again on a short or empty
+        # batch, on the background's next event, and at least every FAST_CONSUME_WINDOW_S.
+        if self._fast_poll_ok and time.monotonic() < self._fast_consume_until_s:
+            messages = self._consume_now(num_messages, 0)
+            if len(messages) == num_messages:
+                return messages
+            self._fast_poll_ok = False
+            if messages:
+                return messages
+        return self._consume_slowly(num_messages, timeout)
+
+    def _consume_slowly(self, num_messages: int, timeout: float | None) -> list[Message]:
         self._enter_poll("consume")
+        self._fast_poll_ok = False
         deadline = deadline_s(timeout)
         while True:
             remaining, fetch_s = self._poll_turn(deadline)
             if events := self._server.take_error_events(num_messages):
                 return events
             if fetch_s is not None:
-                messages = self._dataplane.consume(num_messages, fetch_s)
+                messages = self._consume_now(num_messages, fetch_s)
+                if len(messages) == num_messages:
+                    self._arm_fast_consume()
                 if messages:
                     return messages
             if remaining < MIN_WAIT_S:
                 return []
+
+    def _arm_fast_consume(self) -> None:
+        """Allow consume()'s fast path for FAST_CONSUME_WINDOW_S (and poll()'s for its budget)."""
+        self._arm_fast_poll()
+        self._fast_consume_until_s = time.monotonic() + FAST_CONSUME_WINDOW_S
 
     # --- offsets --------------------------------------------------------------------------------
 

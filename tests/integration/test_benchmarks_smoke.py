@@ -103,7 +103,15 @@ def test_throughput_consumed_everything_with_every_implementation(smoke_run: Pat
         for run in work["runs"]:
             assert run["consumed"] == run["expected"] == work["count"], run
             assert run["records_per_s"] > 0
+            assert run["thread_cpu_us_per_record"] > 0
         assert set(work["ratios"]) == {"c/b", "d/b", "d/b'", "c/a"}
+        assert set(work["modes"]) == {"poll", "consume"}
+        unbounded = work["prefetch"]["unbounded"]
+        assert {r["impl"] for r in unbounded["runs"]} == set(IMPLEMENTATIONS)
+        for run in unbounded["runs"]:
+            assert run["consumed"] == run["expected"] == work["count"], run
+            assert run["prefetch"] == "unbounded"
+        assert set(unbounded["ratios"]) == {"c/b", "d/b", "d/b'", "c/a"}
 
 
 def test_delivery_latency_has_every_record_of_both_implementations(smoke_run: Path) -> None:

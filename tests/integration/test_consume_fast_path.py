@@ -1,0 +1,97 @@
+"""``consume()``'s fast path (full batches taken straight from librdkafka) against the real broker:
+a member that consumes full batches without a pause for longer than ``max.poll.interval.ms``
+stays in the group, and auto-commit still follows what it consumed.
+
+While batches come back full and the background has nothing for the application, ``consume()``
+skips its full turn (serving the background, stamping the poll, reporting consumed offsets) for
+at most ``FAST_CONSUME_WINDOW_S``. Without that bound the member would see no poll for the whole
+run and leave the group after ``max.poll.interval.ms`` (``on_lost``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+from confluent_kafka import TopicPartition
+from consumer_support import make_producer, produce_numbered
+
+from consumer import Consumer
+from tests.support import wait_until
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 3
+RECORDS = 300_000
+BATCH = 100
+MAX_POLL_INTERVAL_MS = 2000
+#: The application's work per batch: keeps the run longer than max.poll.interval.ms.
+WORK_PER_BATCH_S = 0.001
+
+
+@pytest.mark.timeout(120)
+def test_full_batches_for_longer_than_the_poll_interval_keep_the_member_and_its_commits(
+    kafka_bootstrap: str,
+    create_topic: Callable[..., str],
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = create_topic(partitions=PARTITIONS)
+    producer = make_producer(kafka_bootstrap)
+    produce_numbered(producer, topic, 0, RECORDS, PARTITIONS)
+    callbacks: list[str] = []
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap,
+            "group.id": unique_name("group"),
+            "auto.offset.reset": "earliest",
+            "auto.commit.interval.ms": 100,
+            "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+            # librdkafka keeps every record it fetched queued, so batches come back full
+            "queued.min.messages": 10_000_000,
+        }
+    )
+    try:
+        consumer.subscribe(
+            [topic],
+            on_assign=lambda _c, parts: callbacks.append(f"assign {len(parts)}"),
+            on_revoke=lambda _c, parts: callbacks.append(f"revoke {len(parts)}"),
+            on_lost=lambda _c, parts: callbacks.append(f"lost {len(parts)}"),
+        )
+        consumed, full, calls, first_s = 0, 0, 0, None
+        while consumed < RECORDS:
+            batch = consumer.consume(BATCH, 1.0)
+            calls += 1
+            full += len(batch) == BATCH
+            good = sum(1 for message in batch if message.error() is None)
+            if good and first_s is None:
+                first_s = time.monotonic()
+                epoch = consumer.member_epoch
+            consumed += good
+            time.sleep(WORK_PER_BATCH_S)
+        assert first_s is not None
+        took_s = time.monotonic() - first_s
+        assert took_s > 1.5 * MAX_POLL_INTERVAL_MS / 1000, (
+            f"consumed in {took_s:.1f} s: too fast to test max.poll.interval.ms"
+        )
+        assert full >= 0.9 * calls, f"only {full} of {calls} batches were full"
+        assert callbacks == [f"assign {PARTITIONS}"], callbacks
+        assert consumer.state == "STABLE"
+        assert consumer.member_epoch == epoch
+
+        # The records of the last calls are reported on the next one, as with poll().
+        assert consumer.consume(BATCH, 0.2) == []
+        ends = {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
+
+        def committed() -> dict[int, int]:
+            parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+            return {tp.partition: tp.offset for tp in consumer.committed(parts, timeout=5)}
+
+        wait_until(
+            lambda: committed() == ends,
+            10,
+            "auto-commit of every consumed record",
+            details=lambda: f"committed {committed()}, expected {ends}",
+        )
+    finally:
+        consumer.close()
