@@ -42,6 +42,7 @@ from consumer._client.app_callbacks import (
 from consumer._client.dataplane import DataPlane
 from consumer._client.error_events import PollOverrun, error_event
 from consumer._client.errors import ConsumerKafkaException, kafka_exception
+from consumer._client.start_offsets import StartOffsets
 from consumer.member import (
     ApplyAssignment,
     AssignmentApplied,
@@ -54,6 +55,7 @@ from consumer.member import (
     ReportError,
     RevocationCompleted,
     ShutDown,
+    StartFetching,
     StopFetching,
     TopicPartition,
 )
@@ -107,6 +109,10 @@ class AppThreadServer:
     parked: ParkedCallback | None = None
     poll_overrun: PollOverrun | None = None  #: for the text of a _MAX_POLL_EXCEEDED event
     _error_events: collections.deque[Message] = field(default_factory=collections.deque)
+
+    def __post_init__(self) -> None:
+        #: Where new group partitions start, and those waiting for their start offsets.
+        self.start_offsets = StartOffsets(self._reset_start)
 
     def positions(self, keys: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """``position()``: the data plane's positions, else those kept for a pending revoke."""
@@ -248,6 +254,8 @@ class AppThreadServer:
                 self._stop_fetching(request_id, partitions)
             case ApplyAssignment():
                 self._apply(event)
+            case StartFetching():
+                self._start_fetching(self.start_offsets.listed(event, self.owned))
             case InvokeOnRevoke(request_id=request_id, partitions=partitions):
                 finish = functools.partial(self._revoked, request_id, partitions)
                 self._invoke(self.callbacks.on_revoke, partitions, finish)
@@ -270,6 +278,7 @@ class AppThreadServer:
                 # Lost partitions are no longer ours even inside on_lost: committing them would
                 # be refused by the broker, so commit() refuses it first.
                 self.owned.difference_update(partitions)
+                self.start_offsets.forget(partitions)
                 self._forget_stopped(partitions)
                 finish = functools.partial(self._lost, request_id, partitions)
                 self._invoke(callback, partitions, finish)
@@ -344,27 +353,22 @@ class AppThreadServer:
         ``on_assign`` see it); only the data plane waits for ``on_assign``'s start offsets.
         """
         self.dataplane.unassign((tp.topic, tp.partition) for tp in command.removed)
+        self.start_offsets.forget(command.removed)
         self.owned = set(command.assigned)
         self._pending_apply = command
 
     def _finish_apply(self, overrides: dict[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         """Complete the pending assignment change; return where each new partition starts.
 
-        The member is told at once: ownership does not wait for the data plane, whose start
-        (:meth:`_start_fetching`) may first fetch a new topic's metadata (~60 ms cold). Java
-        acknowledges the same way, before positions are resolved.
+        The member is told at once: ownership does not wait for the data plane, nor for the
+        reset policy's start offsets (partitions waiting for them start at ``StartFetching``:
+        see :mod:`consumer._client.start_offsets`). Java acknowledges the same way, before
+        positions are resolved.
         """
         command, self._pending_apply = self._pending_apply, None
         if command is None:
             return {}
-        starts: dict[tuple[str, int], int] = {}
-        for tp in command.added:
-            key = (tp.topic, tp.partition)
-            # Committed, else the reset policy's absolute offset (looked up off this thread),
-            # else its logical offset (the lookup failed: the data plane resolves it).
-            start = command.committed_offsets.get(tp)
-            start = command.start_offsets.get(tp) if start is None else start
-            starts[key] = overrides.get(key, self._reset_start() if start is None else start)
+        starts = self.start_offsets.choose(command, overrides)
         self.owned = set(command.assigned)
         self.to_background.put(AssignmentApplied(command.request_id))
         return starts

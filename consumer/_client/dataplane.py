@@ -4,12 +4,12 @@ The librdkafka consumer comes from :mod:`consumer._client.librdkafka`. It never 
 never commits: the member does that with its epoch (or, for manually assigned partitions, as a
 non-member). Partitions are added and removed with ``incremental_assign`` /
 ``incremental_unassign`` at explicit start offsets: the committed offset the member fetched, or
-the absolute beginning/end the reset policy names, which the member's round looked up with
-ListOffsets on the background loop (``ApplyAssignment.start_offsets``), so the group path makes
-no lookup on the application thread. Logical offsets still come here when that lookup failed,
-from ``on_assign``'s own ``incremental_assign`` and from manual assignment; they are resolved
-first (see ``DataPlane._resolve_logical``). librdkafka never consults a group for the member's
-partitions; only a manually assigned partition given without an offset starts at
+the absolute beginning/end the reset policy names, which the member looked up with ListOffsets
+on the background loop (``StartFetching``; see ``consumer._client.start_offsets``), so the group
+path makes no lookup on the application thread. Logical offsets still come here when that lookup
+failed, from ``on_assign``'s own ``incremental_assign`` and from manual assignment; they are
+resolved first (see ``DataPlane._resolve_logical``). librdkafka never consults a group for the
+member's partitions; only a manually assigned partition given without an offset starts at
 ``OFFSET_STORED``, which librdkafka resolves with an OffsetFetch, as confluent-kafka does.
 
 librdkafka refuses to create a consumer without a ``group.id`` even in assign mode; the group id

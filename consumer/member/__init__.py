@@ -13,8 +13,8 @@ Inputs (past tense, :mod:`consumer.member.inputs`):
 
 Commands (imperative, :mod:`consumer.member.commands`):
     SendHeartbeat (with a HeartbeatRequest), FindCoordinator, FetchMetadata, CommitOffsets,
-    FetchCommittedOffsets, ListStartOffsets, StopFetching, ApplyAssignment, InvokeOnRevoke,
-    InvokeOnAssign, InvokeOnLost, ReportError, ReportCommitResult, ShutDown.
+    FetchCommittedOffsets, ListStartOffsets, StopFetching, ApplyAssignment, StartFetching,
+    InvokeOnRevoke, InvokeOnAssign, InvokeOnLost, ReportError, ReportCommitResult, ShutDown.
 
 States are described in :mod:`consumer.member.states`; every transition is a row of the rules
 table in :mod:`consumer.member.rules`; the heartbeat error table is in
@@ -43,6 +43,7 @@ from consumer.member.commands import (
     ResetPolicy,
     SendHeartbeat,
     ShutDown,
+    StartFetching,
     StopFetching,
 )
 from consumer.member.commit import CommitRequestManager
@@ -147,6 +148,7 @@ __all__ = [
     "STATIC_LEAVE_EPOCH",
     "SendHeartbeat",
     "ShutDown",
+    "StartFetching",
     "StartOffsetsListed",
     "StopFetching",
     "Subscribed",

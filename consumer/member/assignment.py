@@ -10,12 +10,14 @@ A *round* moves the owned assignment towards a target through the phases declare
 3. REVOKING: ``InvokeOnRevoke(revoked)``, wait for ``RevocationCompleted`` (bounded by the
    rebalance timeout: past it the partitions are treated as lost and the member fences itself);
 4. FETCHING_OFFSETS: ``FetchCommittedOffsets(added)``, wait for ``CommittedOffsetsFetched``;
-5. LISTING_OFFSETS: ``ListStartOffsets`` of the added partitions with nothing committed, when
-   ``auto.offset.reset`` is earliest or latest; wait for ``StartOffsetsListed`` (the data plane
-   then starts at absolute offsets and looks nothing up on the application thread);
-6. ASSIGNING: ``ApplyAssignment`` + ``InvokeOnAssign(added)`` (always, even when nothing is new),
-   wait for both ``AssignmentApplied`` and ``CallbackCompleted``;
-7. the owned assignment becomes the round's target: the round reports ROUND_FINISHED.
+5. ASSIGNING: ``ApplyAssignment`` + ``InvokeOnAssign(added)`` (always, even when nothing is new),
+   wait for both ``AssignmentApplied`` and ``CallbackCompleted``. When ``auto.offset.reset`` is
+   earliest or latest and added partitions have nothing committed, a ``ListStartOffsets`` of
+   them goes out with it, and ``ApplyAssignment`` names them as waiting for it; the round does
+   not wait for the answer (as Java's member acknowledges before positions are reset): its
+   ``StartOffsetsListed`` becomes ``StartFetching`` for the application thread, which then starts
+   them at absolute offsets (no lookup on the application thread);
+6. the owned assignment becomes the round's target: the round reports ROUND_FINISHED.
 
 Releasing everything (leaving: REVOKE_ALL, phases 1-3; fencing, staleness, fatal errors: LOSE_ALL,
 the LOSING phase with ``InvokeOnLost`` and no commit) reports RELEASED.
@@ -43,6 +45,7 @@ from consumer.member.commands import (
     InvokeOnRevoke,
     ListStartOffsets,
     ReportError,
+    StartFetching,
     StopFetching,
 )
 from consumer.member.commit import CommitRequestManager
@@ -223,9 +226,6 @@ class AssignmentManager:
             return not self._config.auto_commit or not self._commits.uncommitted(rnd.revoked)
         if reason is Skip.NOTHING_ADDED:
             return not rnd.added
-        if reason is Skip.NOTHING_TO_RESET:
-            policy = reset_policy(self._config.auto_offset_reset)
-            return policy is None or not partitions_to_reset(rnd.added, rnd.committed_offsets)
         return False
 
     def _next_phase(self, rnd: Round, now_ms: int) -> Step:
@@ -253,34 +253,34 @@ class AssignmentManager:
             commands.append(InvokeOnLost(rnd.callback_id, rnd.revoked))
         elif phase is RoundPhase.FETCHING_OFFSETS:
             rnd.waiting_id, commands = self._commits.start_fetch(rnd.added)
-        elif phase is RoundPhase.LISTING_OFFSETS:
-            rnd.waiting_id = self._next_id()
-            commands = [self._list_start_offsets(rnd, rnd.waiting_id)]
         else:
-            rnd.waiting_id = self._next_id()
-            rnd.callback_id = self._next_id()
-            commands = [
-                ApplyAssignment(
-                    request_id=rnd.waiting_id,
-                    assigned=rnd.assigned,
-                    added=rnd.added,
-                    removed=rnd.revoked,
-                    committed_offsets=dict(rnd.committed_offsets),
-                    start_offsets=dict(rnd.start_offsets),
-                ),
-                InvokeOnAssign(rnd.callback_id, rnd.added),
-            ]
+            commands = self._assign(rnd)
         return commands, None
 
-    def _list_start_offsets(self, rnd: Round, request_id: int) -> ListStartOffsets:
+    def _assign(self, rnd: Round) -> list[Command]:
+        """The ASSIGNING phase's commands: the assignment, ``on_assign``, and the lookup of
+        the reset policy's start offsets (not waited for: see the module docstring)."""
+        rnd.waiting_id = self._next_id()
+        rnd.callback_id = self._next_id()
         policy = reset_policy(self._config.auto_offset_reset)
-        assert policy is not None  # the phase is skipped otherwise
-        return ListStartOffsets(
-            request_id=request_id,
-            partitions=partitions_to_reset(rnd.added, rnd.committed_offsets),
-            policy=policy,
-            read_committed=self._config.isolation_level == "read_committed",
-        )
+        to_reset = partitions_to_reset(rnd.added, rnd.committed_offsets) if policy else ()
+        listing = self._next_id() if to_reset else None
+        commands: list[Command] = [
+            ApplyAssignment(
+                request_id=rnd.waiting_id,
+                assigned=rnd.assigned,
+                added=rnd.added,
+                removed=rnd.revoked,
+                committed_offsets=dict(rnd.committed_offsets),
+                awaiting_start=to_reset,
+                start_request_id=listing,
+            ),
+            InvokeOnAssign(rnd.callback_id, rnd.added),
+        ]
+        if policy is not None and listing is not None:
+            read_committed = self._config.isolation_level == "read_committed"
+            commands.append(ListStartOffsets(listing, to_reset, policy, read_committed))
+        return commands
 
     def _finish(self, rnd: Round) -> Step:
         self.round = None
@@ -339,17 +339,12 @@ class AssignmentManager:
         rnd.committed_offsets = dict(offsets)
         return self._next_phase(rnd, now_ms)
 
-    def on_start_offsets_listed(self, listed: StartOffsetsListed, now_ms: int) -> Step:
-        """The reset policy's absolute start offsets arrived (those whose lookup failed are
-        absent: they start at the logical offset). A stale answer is ignored."""
-        rnd = self._waiting(RoundPhase.LISTING_OFFSETS)
-        if rnd is None or rnd.waiting_id != listed.request_id:
-            return nothing()
-        wanted = set(partitions_to_reset(rnd.added, rnd.committed_offsets))
-        rnd.start_offsets = {
-            tp: offset for tp, offset in listed.offsets.items() if tp in wanted and offset >= 0
-        }
-        return self._next_phase(rnd, now_ms)
+    def on_start_offsets_listed(self, listed: StartOffsetsListed) -> Step:
+        """The reset policy's start offsets arrived: the application thread starts fetching the
+        partitions waiting for them (those absent from the answer at the logical offset). It
+        alone knows which still wait (an answer may come after they were revoked)."""
+        offsets = {tp: offset for tp, offset in listed.offsets.items() if offset >= 0}
+        return [StartFetching(listed.request_id, offsets)], None
 
     def on_assignment_applied(self, applied: AssignmentApplied, now_ms: int) -> Step:
         """The data plane applied the round's assignment."""

@@ -11,7 +11,8 @@ Metadata and partition leaders
 Data plane
     :class:`StopFetching` (stop fetching and drop buffered records; answer with
     ``FetchingStopped``), :class:`ApplyAssignment`
-    (make the data plane's assignment exactly ``assigned``; answer with ``AssignmentApplied``).
+    (make the data plane's assignment exactly ``assigned``; answer with ``AssignmentApplied``),
+    :class:`StartFetching` (start the partitions waiting for their start offsets; no answer).
 Application thread
     :class:`InvokeOnRevoke` (answer with ``RevocationCompleted``), :class:`InvokeOnAssign` and
     :class:`InvokeOnLost` (answer with ``CallbackCompleted``), :class:`ReportError`,
@@ -160,9 +161,9 @@ class StopFetching:
 class ApplyAssignment:
     """Make the data plane's assignment exactly ``assigned``; answer with AssignmentApplied.
 
-    ``added`` start at ``committed_offsets``; where none is committed, at ``start_offsets``
-    (the absolute offsets the reset policy named when the round looked them up); where neither
-    is known, at the reset policy's logical offset.
+    ``added`` start at ``committed_offsets``; those in ``awaiting_start`` (nothing committed)
+    wait for ``StartFetching(start_request_id)``, the answer to the lookup of the reset policy's
+    absolute start offsets; any other start at the reset policy's logical offset.
     """
 
     request_id: int
@@ -170,7 +171,20 @@ class ApplyAssignment:
     added: tuple[TopicPartition, ...]
     removed: tuple[TopicPartition, ...]
     committed_offsets: Mapping[TopicPartition, int | None] = field(default_factory=dict)
-    start_offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    awaiting_start: tuple[TopicPartition, ...] = ()
+    start_request_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StartFetching:
+    """The lookup ``ListStartOffsets(request_id)`` ended: start fetching the partitions an
+    ``ApplyAssignment`` left waiting for it, at ``offsets`` (absolute), and those it found no
+    offset for at the reset policy's logical offset. Partitions no longer owned, or no longer
+    waiting (``on_assign`` chose their start), are left alone. No answer.
+    """
+
+    request_id: int
+    offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,6 +249,7 @@ Command = (
     | ListStartOffsets
     | StopFetching
     | ApplyAssignment
+    | StartFetching
     | InvokeOnRevoke
     | InvokeOnAssign
     | InvokeOnLost

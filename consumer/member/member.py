@@ -91,7 +91,7 @@ class Member(MemberEffects):
             case i.AssignmentApplied():
                 return self.follow(a.on_assignment_applied(event, now_ms), now_ms)
             case i.StartOffsetsListed():
-                return self.follow(a.on_start_offsets_listed(event, now_ms), now_ms)
+                return self.follow(a.on_start_offsets_listed(event), now_ms)
             case i.HeartbeatSucceeded():
                 return self._on_heartbeat_succeeded(event, now_ms)
             case i.HeartbeatFailed():

@@ -2,7 +2,8 @@
 
 :class:`~consumer.member.assignment.AssignmentManager` runs the rounds; this module holds what
 a round remembers and the decisions that need nothing else: which added partitions need their
-start offsets looked up (LISTING_OFFSETS), and how a failed callback is reported.
+start offsets looked up (next to the ASSIGNING phase's ``ApplyAssignment``), and how a failed
+callback is reported.
 """
 
 from __future__ import annotations
@@ -43,7 +44,6 @@ class Round:
     waiting_id: int | None = None
     callback_id: int | None = None
     committed_offsets: dict[TopicPartition, int | None] = field(default_factory=dict)
-    start_offsets: dict[TopicPartition, int] = field(default_factory=dict)
     applied: bool = False
     callback_done: bool = False
 

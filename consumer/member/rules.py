@@ -227,7 +227,6 @@ class RoundPhase(enum.Enum):
     REVOKING = "revoking"
     LOSING = "losing"
     FETCHING_OFFSETS = "fetching-offsets"
-    LISTING_OFFSETS = "listing-offsets"
     ASSIGNING = "assigning"
 
 
@@ -237,10 +236,6 @@ class Skip(enum.Enum):
     NOTHING_REVOKED = "no partition is revoked"
     NOTHING_TO_COMMIT = "auto-commit is off, or every revoked offset is committed"
     NOTHING_ADDED = "no partition is added"
-    NOTHING_TO_RESET = (
-        "every added partition has a committed offset, or auto.offset.reset is neither "
-        "earliest nor latest"
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,9 +263,6 @@ PHASES: dict[RoundPhase, PhaseInfo] = {
     P.FETCHING_OFFSETS: PhaseInfo(
         "FetchCommittedOffsets", "CommittedOffsetsFetched", Skip.NOTHING_ADDED, False
     ),
-    P.LISTING_OFFSETS: PhaseInfo(
-        "ListStartOffsets", "StartOffsetsListed", Skip.NOTHING_TO_RESET, False
-    ),
     P.ASSIGNING: PhaseInfo(
         "ApplyAssignment, InvokeOnAssign", "AssignmentApplied and CallbackCompleted", None, False
     ),
@@ -283,7 +275,6 @@ ROUND_STEPS: dict[RoundKind, tuple[RoundPhase, ...]] = {
         P.COMMITTING,
         P.REVOKING,
         P.FETCHING_OFFSETS,
-        P.LISTING_OFFSETS,
         P.ASSIGNING,
     ),
     RoundKind.REVOKE_ALL: (P.STOPPING, P.COMMITTING, P.REVOKING),

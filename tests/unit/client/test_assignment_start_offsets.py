@@ -1,21 +1,29 @@
-"""Where the application thread starts each new partition of ApplyAssignment: the committed
-offset, else the start offset the member's round looked up, else the reset policy's logical
-offset (the lookup failed; the data plane resolves it), and ``on_assign``'s own choice first."""
+"""Where the application thread starts each new partition of ApplyAssignment: ``on_assign``'s own
+choice first, then the committed offset; a partition waiting for the reset policy's lookup starts
+only at its StartFetching (the absolute offset found, else the logical one), and only if it is
+still owned and still waits for that lookup."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, OFFSET_STORED
+from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._client.app_thread import AppThreadServer, Callbacks
-from consumer.member import ApplyAssignment, InvokeOnAssign, TopicPartition
+from consumer.member import (
+    ApplyAssignment,
+    AssignmentApplied,
+    InvokeOnAssign,
+    StartFetching,
+    TopicPartition,
+)
 
 T0, T1, T2, T3 = (TopicPartition("t", p) for p in range(4))
+LOOKUP = 9
 
 
 class _DataPlane:
@@ -26,7 +34,8 @@ class _DataPlane:
         self.starts.update(starts)
 
     def unassign(self, partitions: Any) -> None:
-        pass
+        for key in list(partitions):
+            self.starts.pop(key, None)
 
 
 class _Consumer:
@@ -39,51 +48,90 @@ class _Consumer:
         self.server.choose_start_offsets(partitions)
 
 
-def _starts(
-    policy: str, command: ApplyAssignment, on_assign: Any = None
-) -> dict[tuple[str, int], int]:
-    plane = _DataPlane()
-    consumer = _Consumer()
-    to_application: ToApplication[ToAppEvent] = ToApplication()
-    server = AppThreadServer(
-        consumer=consumer,
-        dataplane=plane,  # type: ignore[arg-type]
-        to_background=ToBackground[AppEvent](),
-        to_application=to_application,
-        callbacks=Callbacks(on_assign=on_assign),
-        auto_offset_reset=policy,
-        consumed_offsets=lambda partitions: {},
-    )
-    consumer.server = server
-    to_application.put(command)
-    to_application.put(InvokeOnAssign(1, command.added))
-    server.serve()
-    return plane.starts
+class _Rig:
+    def __init__(self, policy: str, on_assign: Any = None) -> None:
+        self.plane = _DataPlane()
+        consumer = _Consumer()
+        self.to_application: ToApplication[ToAppEvent] = ToApplication()
+        self.to_background = ToBackground[AppEvent]()
+        self.server = AppThreadServer(
+            consumer=consumer,
+            dataplane=self.plane,  # type: ignore[arg-type]
+            to_background=self.to_background,
+            to_application=self.to_application,
+            callbacks=Callbacks(on_assign=on_assign),
+            auto_offset_reset=policy,
+            consumed_offsets=lambda partitions: {},
+        )
+        consumer.server = self.server
+
+    def serve(self, *events: ToAppEvent) -> dict[tuple[str, int], int]:
+        for event in events:
+            self.to_application.put(event)
+        self.server.serve()
+        return dict(self.plane.starts)
 
 
-def _command() -> ApplyAssignment:
+def _apply(request_id: int = 1) -> ApplyAssignment:
     return ApplyAssignment(
-        1,
+        request_id,
         assigned=(T0, T1, T2),
         added=(T0, T1, T2),
         removed=(),
         committed_offsets={T0: 40, T1: None, T2: None},
-        start_offsets={T1: 7},  # T2's lookup failed
+        awaiting_start=(T1, T2),
+        start_request_id=LOOKUP,
     )
 
 
 @pytest.mark.parametrize(
-    ("policy", "logical"),
-    [("earliest", OFFSET_BEGINNING), ("latest", OFFSET_END), ("error", OFFSET_STORED)],
+    ("policy", "logical"), [("earliest", OFFSET_BEGINNING), ("latest", OFFSET_END)]
 )
-def test_committed_then_looked_up_then_logical(policy: str, logical: int) -> None:
-    assert _starts(policy, _command()) == {("t", 0): 40, ("t", 1): 7, ("t", 2): logical}
+def test_committed_at_once_then_the_lookup_found_or_else_logical(policy: str, logical: int) -> None:
+    rig = _Rig(policy)
+    assert rig.serve(_apply(), InvokeOnAssign(1, (T0, T1, T2))) == {("t", 0): 40}
+    # Acknowledged without waiting for the lookup.
+    assert AssignmentApplied(1) in rig.to_background.drain()
+    starts = rig.serve(StartFetching(LOOKUP, {T1: 7}))  # T2's lookup failed
+    assert starts == {("t", 0): 40, ("t", 1): 7, ("t", 2): logical}
+    assert not rig.server.start_offsets.awaiting
 
 
-def test_on_assign_start_offsets_win() -> None:
+def test_on_assign_start_offsets_win_and_wait_for_nothing() -> None:
     def on_assign(consumer: Any, partitions: list[KafkaTopicPartition]) -> None:
         consumer.incremental_assign([KafkaTopicPartition("t", 1, 3)])
 
-    starts = _starts("earliest", _command(), on_assign)
-    assert starts[("t", 1)] == 3
-    assert starts[("t", 0)] == 40
+    rig = _Rig("earliest", on_assign)
+    assert rig.serve(_apply(), InvokeOnAssign(1, (T0, T1, T2))) == {("t", 0): 40, ("t", 1): 3}
+    assert rig.serve(StartFetching(LOOKUP, {T1: 7, T2: 0})) == {
+        ("t", 0): 40,
+        ("t", 1): 3,
+        ("t", 2): 0,
+    }
+
+
+def test_a_partition_revoked_before_its_start_offset_came_is_not_started() -> None:
+    rig = _Rig("earliest")
+    rig.serve(_apply(), InvokeOnAssign(1, (T0, T1, T2)))
+    revoke_t1 = ApplyAssignment(2, assigned=(T0, T2), added=(), removed=(T1,))
+    rig.serve(revoke_t1, InvokeOnAssign(3, ()))
+    assert rig.serve(StartFetching(LOOKUP, {T1: 7, T2: 5})) == {("t", 0): 40, ("t", 2): 5}
+
+
+def test_an_answer_to_an_older_lookup_starts_nothing() -> None:
+    """T1 was revoked and assigned again; it now waits for the new lookup only."""
+    rig = _Rig("latest")
+    rig.serve(_apply(), InvokeOnAssign(1, (T0, T1, T2)))
+    rig.serve(ApplyAssignment(2, assigned=(T0, T2), added=(), removed=(T1,)), InvokeOnAssign(3, ()))
+    again = ApplyAssignment(
+        4,
+        assigned=(T0, T1, T2),
+        added=(T1,),
+        removed=(),
+        committed_offsets={T1: None},
+        awaiting_start=(T1,),
+        start_request_id=LOOKUP + 1,
+    )
+    rig.serve(again, InvokeOnAssign(5, (T1,)))
+    assert ("t", 1) not in rig.serve(StartFetching(LOOKUP, {T1: 7, T2: 5}))
+    assert rig.serve(StartFetching(LOOKUP + 1, {T1: 8}))[("t", 1)] == 8

@@ -208,6 +208,7 @@ def test_fetch_non_retriable_error_is_reported_and_the_reset_policy_applies() ->
         ApplyAssignment,
         ListStartOffsets,
         MetadataResolved,
+        StartFetching,
         StartOffsetsListed,
     )
 
@@ -216,9 +217,11 @@ def test_fetch_non_retriable_error_is_reported_and_the_reset_policy_applies() ->
     assert r.last(ReportError).error_code == 30
     listing = r.last(ListStartOffsets)
     assert listing.partitions == (FOO_0,)
+    apply = r.last(ApplyAssignment)
+    assert apply.committed_offsets == {FOO_0: None}
+    assert (apply.awaiting_start, apply.start_request_id) == ((FOO_0,), listing.request_id)
     r.handle(StartOffsetsListed(listing.request_id, {FOO_0: 12}))
-    assert r.last(ApplyAssignment).committed_offsets == {FOO_0: None}
-    assert r.last(ApplyAssignment).start_offsets == {FOO_0: 12}
+    assert r.last(StartFetching) == StartFetching(listing.request_id, {FOO_0: 12})
 
 
 def test_close_commits_revokes_leaves_and_shuts_down() -> None:

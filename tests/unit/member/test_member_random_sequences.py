@@ -107,8 +107,8 @@ class Checker:
             elif isinstance(command, ApplyAssignment):
                 # While a revocation is pending only a release (nothing assigned) may happen.
                 assert not self.revoking or command.assigned == (), (self.revoking, command)
-                # Start offsets only for added partitions with nothing committed.
-                for tp in command.start_offsets:
+                # Only added partitions with nothing committed wait for their start offsets.
+                for tp in command.awaiting_start:
                     assert tp in command.added, command
                     assert command.committed_offsets.get(tp) is None, command
                 self.data_plane = set(command.assigned)

@@ -1,5 +1,6 @@
-"""The LISTING_OFFSETS phase: the round looks up where the reset policy starts new partitions
-with nothing committed, and hands the absolute offsets to the data plane in ApplyAssignment."""
+"""The reset policy's start offsets: looked up next to the round's ApplyAssignment, not waited
+for (the ack does not wait for ListOffsets, as Java's member acknowledges before positions are
+reset); the answer becomes StartFetching for the application thread."""
 
 from __future__ import annotations
 
@@ -7,14 +8,19 @@ from member_rig import FOO, NAMES, MemberRig
 
 from consumer.member import (
     ApplyAssignment,
+    AssignmentApplied,
+    CallbackCompleted,
     CommittedOffsetsFetched,
     FetchCommittedOffsets,
     HeartbeatFailed,
+    InvokeOnAssign,
+    InvokeOnLost,
     ListStartOffsets,
     MemberState,
     MetadataResolved,
     ResetPolicy,
     SendHeartbeat,
+    StartFetching,
     StartOffsetsListed,
     TopicPartition,
 )
@@ -30,74 +36,72 @@ def fetched(r: MemberRig, offsets: dict[TopicPartition, int | None]) -> None:
     r.handle(CommittedOffsetsFetched(r.last(FetchCommittedOffsets).request_id, offsets))
 
 
-def test_only_partitions_without_a_committed_offset_are_listed_then_applied() -> None:
+def test_partitions_without_a_committed_offset_are_listed_next_to_the_assignment() -> None:
     r = MemberRig(auto_offset_reset="earliest", isolation_level="read_uncommitted")
     fetched(r, {FOO_0: 40, FOO_1: None, FOO_2: None})
     listing = r.last(ListStartOffsets)
     assert listing.partitions == (FOO_1, FOO_2)
     assert (listing.policy, listing.read_committed) == (ResetPolicy.EARLIEST, False)
-    assert r.member.assignment.round is not None
-    assert r.member.assignment.round.phase is RoundPhase.LISTING_OFFSETS
-    assert not r.all(ApplyAssignment)  # the data plane waits for the offsets
-    r.handle(StartOffsetsListed(listing.request_id, {FOO_1: 7, FOO_2: 0}))
     apply = r.last(ApplyAssignment)
     assert apply.committed_offsets == {FOO_0: 40, FOO_1: None, FOO_2: None}
-    assert apply.start_offsets == {FOO_1: 7, FOO_2: 0}
+    assert (apply.awaiting_start, apply.start_request_id) == ((FOO_1, FOO_2), listing.request_id)
+    assert r.member.assignment.round is not None
+    assert r.member.assignment.round.phase is RoundPhase.ASSIGNING
 
 
-def test_latest_with_read_committed_asks_for_the_last_stable_offset() -> None:
+def test_the_ack_does_not_wait_for_the_start_offsets() -> None:
+    r = MemberRig(auto_offset_reset="earliest")
+    fetched(r, {})
+    apply, on_assign = r.last(ApplyAssignment), r.last(InvokeOnAssign)
+    r.handle(AssignmentApplied(apply.request_id))
+    r.handle(CallbackCompleted(on_assign.request_id))
+    assert r.member.state is MemberState.ACK_ASSIGNMENT  # no StartOffsetsListed yet
+    assert r.member.assignment.round is None
+
+
+def test_the_answer_becomes_start_fetching_with_absolute_offsets_only() -> None:
     r = MemberRig(auto_offset_reset="latest", isolation_level="read_committed")
     fetched(r, {})
     listing = r.last(ListStartOffsets)
     assert (listing.policy, listing.read_committed) == (ResetPolicy.LATEST, True)
     assert listing.partitions == (FOO_0, FOO_1, FOO_2)
+    # FOO_1's leader never answered; a negative offset is not an absolute one: both start at
+    # the reset policy's logical offset (the application thread's choice).
+    r.handle(StartOffsetsListed(listing.request_id, {FOO_0: 3, FOO_2: -1}))
+    assert r.last(StartFetching) == StartFetching(listing.request_id, {FOO_0: 3})
 
 
-def test_a_failed_lookup_leaves_the_partition_to_the_logical_offset() -> None:
-    r = MemberRig(auto_offset_reset="earliest")
-    fetched(r, {})
-    listing = r.last(ListStartOffsets)
-    # FOO_1's leader never answered; a negative offset is not an absolute one; FOO_9 was not
-    # asked for. Only FOO_0 gets an absolute start, the others the reset policy's logical one.
-    r.handle(
-        StartOffsetsListed(listing.request_id, {FOO_0: 3, FOO_2: -1, TopicPartition("foo", 9): 5})
-    )
-    assert r.last(ApplyAssignment).start_offsets == {FOO_0: 3}
-
-
-def test_everything_committed_or_policy_error_skips_the_phase() -> None:
+def test_everything_committed_or_policy_error_lists_nothing() -> None:
     committed = MemberRig(auto_offset_reset="earliest")
     fetched(committed, {FOO_0: 1, FOO_1: 2, FOO_2: 3})
     error_policy = MemberRig(auto_offset_reset="error")
     fetched(error_policy, {})
     for r in (committed, error_policy):
         assert not r.all(ListStartOffsets)
-        assert r.last(ApplyAssignment).start_offsets == {}
+        apply = r.last(ApplyAssignment)
+        assert (apply.awaiting_start, apply.start_request_id) == ((), None)
 
 
-def test_a_stale_answer_of_a_superseded_round_is_ignored() -> None:
-    """The round waiting for its start offsets is fenced (aborted); the member rejoins and its
-    next round asks again. The first round's late answer must not start the new round's
-    partitions: only the answer with the new request id counts."""
+def test_a_late_answer_after_a_fence_is_forwarded_with_its_own_request_id() -> None:
+    """The member is fenced before the lookup answers and rejoins; the next round asks again
+    under a new request id. The first answer is still forwarded, under its own id, which the
+    application thread no longer waits for (``tests/unit/client/test_assignment_start_offsets``)."""
     r = MemberRig(auto_offset_reset="latest")
     fetched(r, {})
     stale = r.last(ListStartOffsets)
     r.advance(5_000)
     heartbeat = [c for c in r.poll() if isinstance(c, SendHeartbeat)][0]
-    r.handle(HeartbeatFailed(heartbeat.request_id, 110))  # FENCED_MEMBER_EPOCH: round aborted
-    # Nothing was handed out yet, so nothing is lost: the member rejoins at once.
-    assert r.member.state is MemberState.JOINING
+    r.handle(HeartbeatFailed(heartbeat.request_id, 110))  # FENCED_MEMBER_EPOCH
+    for lost in r.all(InvokeOnLost):  # the partitions were handed out: on_lost, then rejoin
+        r.handle(CallbackCompleted(lost.request_id))
     r.poll()
     rejoin = r.last(SendHeartbeat)
     assert rejoin.request.member_epoch == 0
     r.respond(rejoin, 3, {FOO: (0, 1, 2)})
-    r.handle(MetadataResolved(NAMES))  # the fenced member forgot its topic names
+    r.handle(MetadataResolved(NAMES))
     r.handle(CommittedOffsetsFetched(r.last(FetchCommittedOffsets).request_id, {}))
     fresh = r.last(ListStartOffsets)
     assert fresh.request_id != stale.request_id
-    applies_before = len(r.all(ApplyAssignment))
+    assert r.last(ApplyAssignment).start_request_id == fresh.request_id
     r.handle(StartOffsetsListed(stale.request_id, {FOO_0: 999}))
-    assert len(r.all(ApplyAssignment)) == applies_before  # ignored: still waiting
-    r.handle(StartOffsetsListed(fresh.request_id, {FOO_0: 11}))
-    assert r.last(ApplyAssignment).start_offsets == {FOO_0: 11}
-    assert r.last(ApplyAssignment).assigned == (FOO_0, FOO_1, FOO_2)
+    assert r.last(StartFetching) == StartFetching(stale.request_id, {FOO_0: 999})
