@@ -62,6 +62,7 @@ from consumer.errors import (
     UnsupportedBrokerError,
 )
 
+from .answer_waiter import AnswerWaiter
 from .closing import AsyncClosing
 from .frame_cache import FrameCache
 from .retry import CONNECT_RETRY, RetryPolicy, call_with_retry
@@ -246,7 +247,16 @@ class BrokerConnection(AsyncClosing):
             request, correlation_id=correlation_id, client_id=self._client_id
         )
         timeout_ms = self._request_timeout_ms if timeout_ms is None else timeout_ms
-        waiter = _AnswerWaiter(self, session, correlation_id, request, on_answer, timeout_ms)
+        waiter = AnswerWaiter(
+            session,
+            correlation_id,
+            request,
+            on_answer,
+            timeout_ms,
+            decode=self._frames.response,
+            drop=self._drop_now,
+            address=self.address,
+        )
         session.pending[correlation_id] = waiter
         session.write(data)
         return True
@@ -434,68 +444,3 @@ class BrokerConnection(AsyncClosing):
         if self._session is session:
             self._session = None
         await session.shutdown(error)
-
-
-class _AnswerWaiter:
-    """The session's waiter for one :meth:`BrokerConnection.request_soon`: decodes the frame,
-    or reports the session's failure or the timeout, to the caller's callback."""
-
-    __slots__ = (
-        "_connection",
-        "_correlation_id",
-        "_on_answer",
-        "_request",
-        "_session",
-        "_timeout_ms",
-        "_timer",
-    )
-
-    def __init__(
-        self,
-        connection: BrokerConnection,
-        session: Session,
-        correlation_id: int,
-        request: RequestPayload,
-        on_answer: Callable[[ResponsePayload | ConsumerError], None],
-        timeout_ms: int,
-    ) -> None:
-        self._connection = connection
-        self._session = session
-        self._correlation_id = correlation_id
-        self._request = request
-        self._on_answer = on_answer
-        self._timeout_ms = timeout_ms
-        self._timer = asyncio.get_running_loop().call_later(timeout_ms / 1000, self._timed_out)
-
-    def frame_arrived(self, frame: bytes) -> None:
-        self._timer.cancel()
-        connection = self._connection
-        try:
-            response = connection._frames.response(frame, response_type_for(type(self._request)))
-        except ProtocolError as error:
-            connection._drop_now(self._session, error)
-            self._on_answer(copy_error(error))
-            return
-        self._on_answer(response)
-
-    def session_failed(self, error: ConsumerError) -> None:
-        self._timer.cancel()
-        self._on_answer(error)
-
-    def _timed_out(self) -> None:
-        session = self._session
-        if session.pending.get(self._correlation_id) is not self:
-            return
-        del session.pending[self._correlation_id]
-        request = self._request
-        what = f"{api_label(int(request.__api_key__))} v{request.__version__}"
-        address = self._connection.address
-        self._connection._drop_now(
-            session,
-            KafkaConnectionError(
-                f"connection to {address} dropped: {what} timed out after {self._timeout_ms} ms"
-            ),
-        )
-        self._on_answer(
-            KafkaTimeoutError(f"{what} to {address} got no response within {self._timeout_ms} ms")
-        )
