@@ -46,6 +46,7 @@ from consumer._wire import (
     parse_find_coordinator_response,
     parse_heartbeat_response,
     parse_list_groups_response,
+    parse_list_offsets_response,
     parse_metadata_response,
     parse_offset_commit_response,
     parse_offset_fetch_response,
@@ -85,6 +86,7 @@ PARSERS: dict[ApiKey, Callable[[ResponsePayload], Any]] = {
     ApiKey.LIST_GROUPS: parse_list_groups_response,
     ApiKey.SHARE_GROUP_DESCRIBE: parse_share_group_describe_response,
     ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS: parse_describe_share_group_offsets_response,
+    ApiKey.LIST_OFFSETS: parse_list_offsets_response,
 }
 
 RESPONSE_TYPES: list[tuple[ApiKey, type[ResponsePayload]]] = [
