@@ -5,21 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchmarks.report_format import pyplot as _pyplot
+
 #: Target for every share throughput case: ours / confluent-kafka's ShareConsumer.
 SHARE_THROUGHPUT_TARGET = 1.0
 #: Idle share member: the same budget as an idle consumer-group member (% of one core).
 SHARE_IDLE_CPU_TARGET = 1.0
 COLORS = {"ours": "#dd8452", "confluent": "#4c72b0"}
 REPRODUCE = "python -m benchmarks share --size full"
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _conditions(payload: dict[str, Any]) -> str:
