@@ -1,6 +1,6 @@
 """KIP-848's headline against the classic protocol, and how convergence and cost grow with size.
 
-``python -m benchmarks.scaling [--size smoke|full] [--bootstrap HOST:PORT]`` runs two parts and
+``python -m benchmarks.scaling [--size smoke|full] [--bootstrap HOST:PORT]`` runs three parts and
 writes ``benchmarks/results/scaling.json`` (``python -m benchmarks`` renders it):
 
 * **headline** (KIP-848's example: 10 members, 900 partitions) on the broker with KIP-848's
@@ -9,6 +9,9 @@ writes ``benchmarks/results/scaling.json`` (``python -m benchmarks`` renders it)
   starts once the group converged). Members are busy: every loop turn polls, then "processes"
   for ``HEADLINE_BUSY_MS`` (a sleep), so callbacks and a classic member's rejoin wait for the
   next ``poll()`` as in a real application. One member per process (``_member_proc``).
+* **growth** (KIP-848's example as stated: 10 consumers, 900 partitions added) on the same
+  broker: the same busy members own a topic of 10 partitions, which then gains 900
+  (:mod:`benchmarks.growth`).
 * **curve**: at 10, 50 and 100 idle members and 900 / 3,000 partitions on the fast broker
   (500 ms / 6 s): the cold join, one member joining (t0 = its ``go``), per-member CPU and memory
   over a steady window, then the joiner SIGKILLed (t0 = the kill). The N base members share
@@ -59,6 +62,7 @@ from benchmarks.convergence import (
     default_profile,
     fast_profile,
 )
+from benchmarks.growth import growth_part
 
 MEMBERS_PER_PROCESS = 25
 HEADLINE_BUSY_MS = 1000
@@ -327,6 +331,8 @@ class Plan:
     headline: tuple[int, int]
     headline_impls: tuple[str, ...]
     busy_ms: int
+    #: (members, partitions at the start, partitions added) of the growth part.
+    growth: tuple[int, int, int]
 
 
 PLANS = {
@@ -338,6 +344,7 @@ PLANS = {
         headline=(10, 900),
         headline_impls=IMPLEMENTATIONS,
         busy_ms=HEADLINE_BUSY_MS,
+        growth=(10, 10, 900),
     ),
     # CI: the harness in a few seconds, ours only (the convergence smoke already runs every
     # implementation's member); no crash (it waits for the 6 s session timeout), one member in
@@ -350,15 +357,16 @@ PLANS = {
         headline=(1, 4),
         headline_impls=("ours",),
         busy_ms=100,
+        growth=(1, 2, 2),
     ),
 }
 
 
-PARTS = ("headline", "curve")
+PARTS = ("headline", "growth", "curve")
 
 
 def run_part(brokers: BrokerSet, size: str, part: str, command: str) -> dict[str, Any]:
-    """One part (``headline`` or ``curve``) with its own conditions (time, load)."""
+    """One part (``headline``, ``growth`` or ``curve``) with its own conditions (time, load)."""
     plan = PLANS[size]
     started, load = time.time(), list(os.getloadavg())
     fast = fast_profile(brokers.fast())
@@ -373,6 +381,9 @@ def run_part(brokers: BrokerSet, size: str, part: str, command: str) -> dict[str
             "session_ms": head.session_ms,
             "rows": run_headline(head, plan.headline_impls, members, partitions, plan.busy_ms),
         }
+    elif part == "growth":
+        head = default_profile(brokers.default_timers()) if size == "full" else fast
+        out = growth_part(head, plan.headline_impls, plan.growth, plan.busy_ms)
     else:
         out = {
             "heartbeat_ms": fast.heartbeat_ms,
@@ -395,7 +406,7 @@ def _frame(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def run(brokers: BrokerSet, size: str, command: str = "python -m benchmarks") -> dict[str, Any]:
-    """Both parts; returns the JSON-ready result."""
+    """Every part; returns the JSON-ready result."""
     return _frame({part: run_part(brokers, size, part, command) for part in PARTS})
 
 
@@ -405,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.scaling")
     parser.add_argument("--bootstrap", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"))
     parser.add_argument("--size", choices=("smoke", "full"), default="full")
-    parser.add_argument("--part", choices=PARTS, action="append", help="default: both")
+    parser.add_argument("--part", choices=PARTS, action="append", help="default: all")
     args = parser.parse_args(argv)
     command = "python -m benchmarks.scaling " + " ".join(
         [f"--size {args.size}", *(f"--part {p}" for p in args.part or ())]

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks.convergence import IMPLEMENTATIONS, LABELS
+from benchmarks.report_format import pyplot as _pyplot
 
 __all__ = ["scaling_section"]
 
@@ -26,15 +28,6 @@ def _s(value: float | None, digits: int = 2) -> str:
 def _converge(row: dict[str, Any], phase: str) -> float | None:
     outcome = row.get(phase)
     return None if outcome is None else float(outcome["converge_s"])
-
-
-def _pyplot() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
 
 
 def _plot_headline(rows: list[dict[str, Any]], out: Path) -> str:
@@ -194,6 +187,72 @@ def _headline_lines(result: dict[str, Any], out: Path) -> list[str]:
     return lines
 
 
+def _plot_growth(rows: list[dict[str, Any]], out: Path) -> str:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    values = [row.get("converge_s") for row in rows]
+    labels = [textwrap.fill(LABELS[row["impl"]], 16) for row in rows]
+    ax.bar(
+        range(len(rows)),
+        [v or 0.0 for v in values],
+        color=[_COLORS[row["impl"]] for row in rows],
+    )
+    for x, (row, value) in enumerate(zip(rows, values, strict=True)):
+        text = f"{value:.1f}" if value else ("capped" if "capped" in row else "failed")
+        ax.annotate(text, (x, value or 0.0), ha="center", va="bottom", fontsize=8)
+    ax.set_xticks(range(len(rows)), labels, fontsize=8)
+    if any(values):
+        ax.set_yscale("log")
+        ax.set_ylim(1, max(v for v in values if v) * 2)
+    ax.set_ylabel("seconds until every partition\nhas one owner (log)")
+    fig.tight_layout()
+    path = out / "scaling_growth.png"
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path.name
+
+
+def _growth_lines(growth: dict[str, Any], out: Path) -> list[str]:
+    rows = growth["rows"]
+    lines = [
+        f"### KIP-848's headline as stated: {growth['members']} consumers, "
+        f"{growth['added']:,} partitions added",
+        "",
+        f"{_conditions(growth)}Broker heartbeat interval {growth['heartbeat_ms']} ms, session "
+        f"timeout {growth['session_ms']} ms; the same busy members as above, one per process, "
+        f"own a topic of {growth['start_partitions']} partitions; the harness then adds "
+        f"{growth['added']:,} partitions (CreatePartitions) and times from just before that call "
+        "until every partition has exactly one owner on the callbacks and the broker agrees. A "
+        "KIP-848 coordinator follows the cluster's metadata itself, so each member gets its "
+        "share of the new partitions in the answer to its next heartbeat (nothing is revoked "
+        "first). A classic group learns of them only when a member's client refreshes the "
+        "topic's metadata (`topic.metadata.refresh.interval.ms`, 300 s by default in "
+        "librdkafka, like Java's `metadata.max.age.ms`; kept at the default here), so its time "
+        "is where that refresh falls plus the rebalance. That refresh counts from the client's "
+        "start, so here, with the partitions added a few seconds after the members started, "
+        "it falls just short of 300 s; in a group that has run for a while it falls anywhere "
+        "in 0–300 s (150 s on average, which puts the published 103 s in range). One run per "
+        "implementation; the KIP-848 rows vary by seconds from run to run with how fast the "
+        "single broker creates 900 partitions (3.2–7.1 s for both KIP-848 clients in probes "
+        "with a 500 ms heartbeat interval).",
+        "",
+        "| implementation | converged (s) | longest a partition had no owner (s) | "
+        "CreatePartitions call (s) | members started before the growth (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        outcome = "".join(
+            f" ({key}: {row[key]['error']})" for key in ("capped", "failed") if key in row
+        )
+        lines.append(
+            f"| {LABELS[row['impl']]}{outcome} | {_s(row.get('converge_s'))} | "
+            f"{_s(row.get('max_unowned_s'))} | {_s(row.get('create_partitions_s'))} | "
+            f"{_s(row.get('growth_after_start_s'), 1)} |"
+        )
+    lines += ["", f"![partitions added]({out.name}/{_plot_growth(rows, out)})", ""]
+    return lines
+
+
 def _curve_lines(result: dict[str, Any], out: Path) -> list[str]:
     curve = result["curve"]
     rows = curve["rows"]
@@ -258,6 +317,8 @@ def scaling_section(payload: dict[str, Any], out: Path) -> list[str]:
     ]
     if "headline" in result:
         lines += _headline_lines(result, out)
+    if "growth" in result:
+        lines += _growth_lines(result["growth"], out)
     if "curve" in result:
         lines += _curve_lines(result, out)
     return lines

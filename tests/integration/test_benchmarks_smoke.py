@@ -229,3 +229,19 @@ def test_scaling_headline_and_curve_converged_for_every_implementation(smoke_run
         assert row["cost"]["rss_mb_per_member"] > 0
         assert row["cost"]["cpu_pct_per_member"] >= 0
     assert (smoke_run / "docs" / "benchmarks" / "scaling_curve.png").is_file()
+
+
+def test_scaling_growth_gave_every_added_partition_an_owner(smoke_run: Path) -> None:
+    from benchmarks.scaling import PLANS
+
+    plan = PLANS["smoke"]
+    growth = _result(smoke_run, "scaling")["growth"]
+    assert (growth["members"], growth["start_partitions"], growth["added"]) == plan.growth
+    assert [row["impl"] for row in growth["rows"]] == list(plan.headline_impls)
+    for row in growth["rows"]:
+        assert "failed" not in row, row
+        assert "capped" not in row, row
+        assert row["converge_s"] > 0, row
+        # Every partition, old and new, ends with one owner: none stays unowned past the end.
+        assert row["max_unowned_s"] <= row["converge_s"], row
+    assert (smoke_run / "docs" / "benchmarks" / "scaling_growth.png").is_file()

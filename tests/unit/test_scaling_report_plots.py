@@ -37,3 +37,12 @@ def test_the_headline_plots_a_run_that_timed_nothing_above_zero(tmp_path: Path) 
     ]
     name = scaling_report._plot_headline(rows, tmp_path)
     assert (tmp_path / name).stat().st_size > 0
+
+
+def test_the_growth_plot_takes_a_capped_row_without_a_time(tmp_path: Path) -> None:
+    rows = [
+        {"impl": "ours", "converge_s": 4.2},
+        {"impl": "classic-eager", "capped": {"timeout_s": 360.0, "error": "slow"}},
+    ]
+    name = scaling_report._plot_growth(rows, tmp_path)
+    assert (tmp_path / name).stat().st_size > 0
