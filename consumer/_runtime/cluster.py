@@ -172,7 +172,7 @@ class ClusterClient(AsyncClosing):
         connection = await self._any_connection()
         request = build_metadata_request(connection.api_version(ApiKey.METADATA), topics)
         response = await connection.request(request)
-        snapshot = parse_metadata_response(response)
+        snapshot = _parsed_metadata(response)
         self._brokers = dict(snapshot.brokers)
         return snapshot
 
@@ -378,6 +378,24 @@ class ClusterClient(AsyncClosing):
         broker = BrokerAddress(node_id=location.node_id, host=location.host, port=location.port)
         self._brokers.setdefault(broker.node_id, broker)
         return broker
+
+
+#: The last Metadata response parsed in this process, and its parse. The connections' frame cache
+#: hands every member of a process the same response object for the same answer (see
+#: ``frame_cache``), so the members of a cold join parse a 900-partition answer once, not once
+#: each. Replaced atomically (one tuple); the snapshot is immutable.
+_last_parsed: tuple[ResponsePayload, ClusterMetadata] | None = None
+
+
+def _parsed_metadata(response: ResponsePayload) -> ClusterMetadata:
+    """``parse_metadata_response(response)``, reused when ``response`` was parsed last."""
+    global _last_parsed  # noqa: PLW0603 - a process-wide memo of one entry, see above
+    last = _last_parsed
+    if last is not None and last[0] is response:
+        return last[1]
+    snapshot = parse_metadata_response(response)
+    _last_parsed = (response, snapshot)
+    return snapshot
 
 
 def _coordinator_moved(response: ResponsePayload) -> bool:
