@@ -22,6 +22,7 @@ import os
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 
 from confluent_kafka.cimpl import NewPartitions
@@ -142,7 +143,13 @@ def run(args: argparse.Namespace) -> None:
             member.subscribe([topic])
         for thread in threads:
             thread.start()
-        wait_for(lambda: _settled(consumers, args.partitions), timeout_s, "the cold join")
+        try:
+            wait_for(lambda: _settled(consumers, args.partitions), timeout_s, "the cold join")
+        except TimeoutError:
+            states = Counter(member.state for member in consumers)
+            owned = sum(len(member.assignment()) for member in consumers)
+            print(f"cold join not settled: states {dict(states)}, {owned} partitions owned")
+            raise
 
     try:
         _phase("cold join", args.members, profiler, cold_join)
