@@ -4,6 +4,7 @@ group-coordinator lookup."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 
@@ -380,21 +381,28 @@ class ClusterClient(AsyncClosing):
         return broker
 
 
-#: The last Metadata response parsed in this process, and its parse. The connections' frame cache
-#: hands every member of a process the same response object for the same answer (see
-#: ``frame_cache``), so the members of a cold join parse a 900-partition answer once, not once
-#: each. Replaced atomically (one tuple); the snapshot is immutable.
-_last_parsed: tuple[ResponsePayload, ClusterMetadata] | None = None
+#: The Metadata responses parsed lately in this process, by ``id()``, with their parses. The
+#: connections' frame cache hands every member of a process the same response object for the same
+#: answer (see ``frame_cache``), so the members of a cold join parse a 900-partition answer once,
+#: not once each. A few are kept: their brokers-only and topic answers arrive interleaved. The
+#: entry holds the response, so its ``id()`` cannot be reused while it is kept.
+_PARSED_KEPT = 8
+_parsed: dict[int, tuple[ResponsePayload, ClusterMetadata]] = {}
+_parsed_lock = threading.Lock()
 
 
 def _parsed_metadata(response: ResponsePayload) -> ClusterMetadata:
-    """``parse_metadata_response(response)``, reused when ``response`` was parsed last."""
-    global _last_parsed  # noqa: PLW0603 - a process-wide memo of one entry, see above
-    last = _last_parsed
-    if last is not None and last[0] is response:
-        return last[1]
+    """``parse_metadata_response(response)``, reused when ``response`` was parsed lately (the
+    snapshot is immutable)."""
+    with _parsed_lock:
+        known = _parsed.get(id(response))
+    if known is not None and known[0] is response:
+        return known[1]
     snapshot = parse_metadata_response(response)
-    _last_parsed = (response, snapshot)
+    with _parsed_lock:
+        _parsed[id(response)] = (response, snapshot)
+        while len(_parsed) > _PARSED_KEPT:
+            del _parsed[next(iter(_parsed))]
     return snapshot
 
 

@@ -57,7 +57,8 @@ def test_one_metadata_answer_is_decoded_and_parsed_once_for_every_member_connect
     snapshots = asyncio.run(_lookups(kafka_bootstrap, topic, decoded))
 
     (entry,) = snapshots[0].topics
-    assert entry.name == topic and entry.error is None
+    assert entry.name == topic
+    assert entry.error is None
     assert len(entry.partitions) == PARTITIONS
     assert all(p.leader_id >= 0 for p in entry.partitions.values())
     metadata_decodes = [name for name in decoded if name == "MetadataResponse"]

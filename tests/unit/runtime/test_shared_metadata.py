@@ -87,6 +87,21 @@ def test_a_different_metadata_answer_is_decoded_anew() -> None:
     assert after == moved
 
 
+def test_answers_arriving_interleaved_are_each_decoded_and_parsed_once() -> None:
+    brokers_only, topic = _metadata({}), _metadata({0: 1, 1: 1})
+    caches = [FrameCache() for _ in range(4)]
+    seen = [
+        cache.response(_body(answer, index), MetadataResponse)
+        for index, cache in enumerate(caches)
+        for answer in (brokers_only, topic)
+    ]
+    assert all(decoded is seen[0] for decoded in seen[0::2])
+    assert all(decoded is seen[1] for decoded in seen[1::2])
+    parsed = [cluster_module._parsed_metadata(decoded) for decoded in seen]
+    assert all(snapshot is parsed[0] for snapshot in parsed[0::2])
+    assert all(snapshot is parsed[1] for snapshot in parsed[1::2])
+
+
 def test_one_response_object_is_parsed_once_into_an_immutable_snapshot() -> None:
     answer = _metadata({0: 1, 1: 1})
     snapshot = cluster_module._parsed_metadata(answer)
