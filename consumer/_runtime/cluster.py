@@ -4,6 +4,7 @@ group-coordinator lookup."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 
@@ -172,7 +173,7 @@ class ClusterClient(AsyncClosing):
         connection = await self._any_connection()
         request = build_metadata_request(connection.api_version(ApiKey.METADATA), topics)
         response = await connection.request(request)
-        snapshot = parse_metadata_response(response)
+        snapshot = _parsed_metadata(response)
         self._brokers = dict(snapshot.brokers)
         return snapshot
 
@@ -378,6 +379,31 @@ class ClusterClient(AsyncClosing):
         broker = BrokerAddress(node_id=location.node_id, host=location.host, port=location.port)
         self._brokers.setdefault(broker.node_id, broker)
         return broker
+
+
+#: The Metadata responses parsed lately in this process, by ``id()``, with their parses. The
+#: connections' frame cache hands every member of a process the same response object for the same
+#: answer (see ``frame_cache``), so the members of a cold join parse a 900-partition answer once,
+#: not once each. A few are kept: their brokers-only and topic answers arrive interleaved. The
+#: entry holds the response, so its ``id()`` cannot be reused while it is kept.
+_PARSED_KEPT = 8
+_parsed: dict[int, tuple[ResponsePayload, ClusterMetadata]] = {}
+_parsed_lock = threading.Lock()
+
+
+def _parsed_metadata(response: ResponsePayload) -> ClusterMetadata:
+    """``parse_metadata_response(response)``, reused when ``response`` was parsed lately (the
+    snapshot is immutable)."""
+    with _parsed_lock:
+        known = _parsed.get(id(response))
+    if known is not None and known[0] is response:
+        return known[1]
+    snapshot = parse_metadata_response(response)
+    with _parsed_lock:
+        _parsed[id(response)] = (response, snapshot)
+        while len(_parsed) > _PARSED_KEPT:
+            del _parsed[next(iter(_parsed))]
+    return snapshot
 
 
 def _coordinator_moved(response: ResponsePayload) -> bool:

@@ -5,6 +5,7 @@ Versions v10-v13: all return topic ids; v12+ can also look topics up by id.
 
 from __future__ import annotations
 
+import types
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -92,7 +93,8 @@ class TopicMetadata:
 
 @dataclass(frozen=True, slots=True)
 class ClusterMetadata:
-    """The parsed result of a Metadata request."""
+    """The parsed result of a Metadata request (immutable: the members of a process may share
+    one, see ``consumer._runtime.cluster``)."""
 
     cluster_id: str | None
     controller_id: int
@@ -182,15 +184,17 @@ def parse_metadata_response(response: ResponsePayload) -> ClusterMetadata:
         TopicMetadata(
             name=topic.name,
             topic_id=topic.topic_id,
-            partitions={
-                int(partition.partition_index): PartitionMetadata(
-                    partition=int(partition.partition_index),
-                    leader_id=int(partition.leader_id),
-                    leader_epoch=int(partition.leader_epoch),
-                    error=error_or_none(partition.error_code),
-                )
-                for partition in topic.partitions
-            },
+            partitions=types.MappingProxyType(
+                {
+                    int(partition.partition_index): PartitionMetadata(
+                        partition=int(partition.partition_index),
+                        leader_id=int(partition.leader_id),
+                        leader_epoch=int(partition.leader_epoch),
+                        error=error_or_none(partition.error_code),
+                    )
+                    for partition in topic.partitions
+                }
+            ),
             is_internal=topic.is_internal,
             error=error_or_none(topic.error_code),
         )
@@ -199,6 +203,6 @@ def parse_metadata_response(response: ResponsePayload) -> ClusterMetadata:
     return ClusterMetadata(
         cluster_id=response.cluster_id,
         controller_id=int(response.controller_id),
-        brokers=brokers,
+        brokers=types.MappingProxyType(brokers),
         topics=topics,
     )
