@@ -11,6 +11,7 @@ The member resolves ids to names through metadata before it hands a partition to
 
 from __future__ import annotations
 
+import operator
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -72,6 +73,11 @@ def group_by_topic(partitions: Iterable[TopicIdPartition]) -> tuple[TopicPartiti
     )
 
 
+#: The sort key of a :class:`TopicPartition`: the same order as the dataclass's own, compared in
+#: C (sorting 900 partitions with the generated ``__lt__`` cost ~2 ms, 22,000 Python calls).
+partition_order = operator.attrgetter("topic", "partition")
+
+
 def sorted_partitions(partitions: Iterable[TopicPartition]) -> tuple[TopicPartition, ...]:
     """Return partitions as a sorted tuple (the form every command carries)."""
-    return tuple(sorted(partitions))
+    return tuple(sorted(partitions, key=partition_order))

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from consumer.member.partitions import TopicIdPartition, TopicPartition
+from consumer.member.partitions import TopicIdPartition, TopicPartition, sorted_partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +58,8 @@ def name_partitions(
     partitions: Iterable[TopicIdPartition], topic_names: Mapping[uuid.UUID, str]
 ) -> tuple[TopicPartition, ...]:
     """Name each partition (every topic id must be known) and return them sorted."""
-    return tuple(
-        sorted(TopicPartition(topic_names[item.topic_id], item.partition) for item in partitions)
+    return sorted_partitions(
+        TopicPartition(topic_names[item.topic_id], item.partition) for item in partitions
     )
 
 
