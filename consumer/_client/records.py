@@ -5,6 +5,8 @@ poll (:mod:`consumer._client.polling`), then waits on the data plane in slices. 
 flow and the background has queued nothing for this thread, a fast path skips that full turn:
 
 * ``poll()`` takes a record librdkafka already holds, for at most ``FAST_POLL_BUDGET`` records;
+  when the budget is spent and nothing came from the background meanwhile, a *renewal* does the
+  full turn's duties (serve, stamp, report) without its waits and arms a new budget;
 * ``consume()`` returns full batches for at most ``FAST_CONSUME_WINDOW_S``.
 
 The background disarms both (:meth:`RecordMethods._disarm_fast_poll`) whenever it queues an
@@ -33,7 +35,7 @@ from consumer._client.polling import (
     PollSlices,
     deadline_s,
 )
-from consumer.member import MemberState
+from consumer.member import MemberState, TopicPartition
 
 __all__ = ["RecordMethods"]
 
@@ -56,7 +58,7 @@ class RecordMethods:
     _fast_polls_left: int
     #: Until when (``time.monotonic()``) ``consume()``'s fast path may return full batches.
     _fast_consume_until_s: float
-    #: librdkafka's own ``poll`` (bound once) and the data plane's ``consume``.
+    #: librdkafka's own ``poll`` and ``consume`` of the data plane, bound once.
     _raw_poll: Callable[[float], Message | None]
     _consume_now: Callable[[int, float], list[Message]]
 
@@ -67,7 +69,7 @@ class RecordMethods:
         self._fast_polls_left = 0
         self._fast_consume_until_s = 0.0
         self._raw_poll = self._dataplane.raw_poll
-        self._consume_now = self._dataplane.consume
+        self._consume_now = self._dataplane.raw_consume
         self._to_application.add_listener(self._disarm_fast_poll)
 
     def _enter_poll(self, method: str = "poll") -> None:
@@ -78,14 +80,34 @@ class RecordMethods:
     def poll(self, timeout: float | None = -1) -> Message | None:
         """Serve rebalance callbacks, then return one record (or event), or None on timeout."""
         # Fast path while records flow and the background has nothing for this thread: one
-        # check and librdkafka's own poll. The full path still runs every FAST_POLL_BUDGET
-        # records, which keeps the liveness signal and the consumed offsets flowing.
+        # check and librdkafka's own poll. Every FAST_POLL_BUDGET records the budget is renewed
+        # with a full turn's duties, which keeps the liveness signal and the consumed offsets
+        # flowing.
         if self._fast_poll_ok:
-            self._fast_polls_left -= 1
-            if self._fast_polls_left:
+            left = self._fast_polls_left - 1
+            self._fast_polls_left = left
+            if left > 0:
                 message = self._raw_poll(0)
                 if message is not None:
                     return message
+            else:
+                return self._renew_fast_poll(timeout)
+        return self._poll_slowly(timeout)
+
+    def _renew_fast_poll(self, timeout: float | None) -> Message | None:
+        """The budget is spent: serve the background, stamp and report the poll, and take the
+        next record librdkafka already holds (the full path when it holds none, or when the
+        background queued something since the fast path was armed)."""
+        self._enter_poll()
+        self._fast_poll_ok = False  # until _arm_fast_poll() says the conditions still hold
+        server = self._server
+        if not server.pending():
+            server.serve()  # nothing queued: raises a pending error, if any
+            self._signal_poll()
+            message = self._raw_poll(0)
+            if message is not None:
+                self._arm_fast_poll()
+                return message
         return self._poll_slowly(timeout)
 
     def _poll_slowly(self, timeout: float | None) -> Message | None:
@@ -97,7 +119,7 @@ class RecordMethods:
             if events := self._server.take_error_events(1):
                 return events[0]
             if fetch_s is not None:
-                message = self._dataplane.poll(fetch_s)
+                message = self._raw_poll(fetch_s)
                 if message is not None:
                     self._arm_fast_poll()
                     return message
@@ -121,7 +143,7 @@ class RecordMethods:
             self._to_application.wait(min(remaining, self._slice_s()))
         # Serve the data plane's callbacks (stats_cb, logger, error_cb) as confluent-kafka's
         # poll() does whatever is assigned; an exception raised in one propagates from here.
-        if (event := self._dataplane.poll(0)) is not None:
+        if (event := self._raw_poll(0)) is not None:
             self._server.add_error_event(event)
         return remaining, None
 
@@ -195,4 +217,7 @@ class RecordMethods:
         if runtime is not None and (
             self._server.subscribed or runtime.state is not MemberState.UNSUBSCRIBED
         ):
-            self._polls.signal(runtime.state, lambda: self._offsets.consumed(self._server.owned))
+            self._polls.signal(runtime.state, self._consumed_offsets)
+
+    def _consumed_offsets(self) -> dict[TopicPartition, int]:
+        return self._offsets.consumed(self._server.owned)
