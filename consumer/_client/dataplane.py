@@ -26,6 +26,7 @@ from confluent_kafka import (
     OFFSET_END,
     KafkaError,
     KafkaException,
+    Message,
     TopicPartition,
 )
 
@@ -55,7 +56,8 @@ class DataPlane:
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._consumer = assign_mode_consumer(config)
         #: librdkafka's ``poll(timeout_s)`` and ``consume(num_messages, timeout_s)``, bound once:
-        #: ``poll()`` and ``consume()`` call them directly (a Python call less per record).
+        #: the fast paths of ``poll()`` and ``consume()`` call them directly (a Python call less
+        #: per record); their waits go through :meth:`poll` and :meth:`consume`.
         self.raw_poll = self._consumer.poll
         self.raw_consume = self._consumer.consume
         self._assigned: set[TopicPartitionKey] = set()
@@ -141,6 +143,14 @@ class DataPlane:
         if owned:
             self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in owned])
             self._assigned.difference_update(owned)
+
+    def poll(self, timeout_s: float) -> Message | None:
+        """One record or event from librdkafka, or ``None`` after ``timeout_s``."""
+        return self._consumer.poll(timeout_s)
+
+    def consume(self, num_messages: int, timeout_s: float) -> list[Message]:
+        """Up to ``num_messages`` records, waiting at most ``timeout_s``."""
+        return self._consumer.consume(num_messages, timeout_s)
 
     def positions(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """Offset of the next record to return to the application, per partition (>= 0 only).

@@ -58,7 +58,7 @@ class RecordMethods:
     _fast_polls_left: int
     #: Until when (``time.monotonic()``) ``consume()``'s fast path may return full batches.
     _fast_consume_until_s: float
-    #: librdkafka's own ``poll`` and ``consume`` of the data plane, bound once.
+    #: librdkafka's own ``poll`` and ``consume`` of the data plane, bound once (fast paths).
     _raw_poll: Callable[[float], Message | None]
     _consume_now: Callable[[int, float], list[Message]]
 
@@ -119,7 +119,7 @@ class RecordMethods:
             if events := self._server.take_error_events(1):
                 return events[0]
             if fetch_s is not None:
-                message = self._raw_poll(fetch_s)
+                message = self._dataplane.poll(fetch_s)
                 if message is not None:
                     self._arm_fast_poll()
                     return message
@@ -143,7 +143,7 @@ class RecordMethods:
             self._to_application.wait(min(remaining, self._slice_s()))
         # Serve the data plane's callbacks (stats_cb, logger, error_cb) as confluent-kafka's
         # poll() does whatever is assigned; an exception raised in one propagates from here.
-        if (event := self._raw_poll(0)) is not None:
+        if (event := self._dataplane.poll(0)) is not None:
             self._server.add_error_event(event)
         return remaining, None
 
@@ -191,7 +191,7 @@ class RecordMethods:
             if events := self._server.take_error_events(num_messages):
                 return events
             if fetch_s is not None:
-                messages = self._consume_now(num_messages, fetch_s)
+                messages = self._dataplane.consume(num_messages, fetch_s)
                 if len(messages) == num_messages:
                     self._arm_fast_consume()
                 if messages:

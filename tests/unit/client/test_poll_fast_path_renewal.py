@@ -1,6 +1,7 @@
 """``poll()``'s fast path and the renewal of its budget, without a broker.
 
-The data plane's librdkafka ``poll`` is replaced by a counter that always has a record, and the
+The data plane's librdkafka ``poll`` (called directly by the fast path, through ``DataPlane.poll``
+by the full path's waits) is replaced by a counter that always has a record, and the
 member's runtime (started against a refused address) is seen through a handle that says STABLE,
 so the fast path arms and every full turn stamps the poll. What crosses the network is covered by
 ``tests/integration/test_consume_fast_path.py``.
@@ -49,8 +50,10 @@ def consumer() -> Iterator[Consumer]:
 
 
 def _install(consumer: Consumer) -> _Records:
+    """The same counter behind the fast path and behind the data plane's waits."""
     records = _Records()
     consumer._raw_poll = records  # type: ignore[assignment]  # noqa: SLF001
+    consumer._dataplane.poll = records  # type: ignore[assignment,method-assign]  # noqa: SLF001
     return records
 
 
