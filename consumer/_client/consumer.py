@@ -8,7 +8,6 @@ a Python queue.
 
 from __future__ import annotations
 
-import time
 from types import TracebackType
 from typing import Any
 
@@ -35,15 +34,8 @@ from consumer._client.group_metadata import consumer_group_metadata
 from consumer._client.manual import ManualAssignment
 from consumer._client.metrics import member_metrics, with_member_stats
 from consumer._client.offsets import OffsetBook
-from consumer._client.polling import (
-    FAST_CONSUME_WINDOW_S,
-    FAST_POLL_BUDGET,
-    MIN_WAIT_S,
-    POLL_SLICE_S,
-    PollReporter,
-    PollSlices,
-    deadline_s,
-)
+from consumer._client.polling import POLL_SLICE_S, PollReporter, PollSlices
+from consumer._client.records import RecordMethods
 from consumer._client.settings import (
     check_callbacks,
     cluster_settings,
@@ -61,7 +53,7 @@ from consumer.member import (
 )
 
 
-class Consumer(DataPlaneMethods):
+class Consumer(RecordMethods, DataPlaneMethods):
     """A Kafka consumer-group member with the API of ``confluent_kafka.Consumer``.
 
     ``Consumer(config)`` takes librdkafka's configuration keys (see
@@ -106,12 +98,7 @@ class Consumer(DataPlaneMethods):
         self._manual = ManualAssignment(
             self._config, self._dataplane, self._server, self._offsets, self._ensure_runtime
         )
-        self._fast_poll_ok = False
-        self._fast_polls_left = 0
-        self._raw_poll = self._dataplane.raw_poll
-        self._consume_now = self._dataplane.consume
-        self._fast_consume_until_s = 0.0
-        self._to_application.add_listener(self._disarm_fast_poll)
+        self._init_records()
         self._ever_subscribed = False
         # The member's runtime starts now and looks the coordinator up (and connects to it), as
         # Java's and librdkafka's consumers do once built with a group id: subscribe()'s join
@@ -178,113 +165,6 @@ class Consumer(DataPlaneMethods):
         if self._runtime is not None:
             self._offsets.report_consumed(self._server.owned)
             self._to_background.put(Unsubscribed())
-
-    # --- records --------------------------------------------------------------------------------
-
-    def poll(self, timeout: float | None = -1) -> Message | None:
-        """Serve rebalance callbacks, then return one record (or event), or None on timeout."""
-        # Fast path while records flow and the background has nothing for this thread: one
-        # check and librdkafka's own poll. The full path still runs every FAST_POLL_BUDGET
-        # records, which keeps the liveness signal and the consumed offsets flowing.
-        if self._fast_poll_ok:
-            self._fast_polls_left -= 1
-            if self._fast_polls_left:
-                message = self._raw_poll(0)
-                if message is not None:
-                    return message
-        return self._poll_slowly(timeout)
-
-    def _poll_slowly(self, timeout: float | None) -> Message | None:
-        self._enter_poll()
-        self._fast_poll_ok = False
-        deadline = deadline_s(timeout)
-        while True:
-            remaining, fetch_s = self._poll_turn(deadline)
-            if events := self._server.take_error_events(1):
-                return events[0]
-            if fetch_s is not None:
-                message = self._dataplane.poll(fetch_s)
-                if message is not None:
-                    self._arm_fast_poll()
-                    return message
-            if remaining < MIN_WAIT_S:
-                return None
-
-    def _poll_turn(self, deadline: float) -> tuple[float, float | None]:
-        """One turn of poll()/consume(): serve the background's events, report the poll.
-
-        Returns the time left before ``deadline`` (measured after serving) and how long the
-        data plane may be waited on now; ``None`` when nothing is assigned, in which case this
-        turn has already waited (at most one slice) for the background's next event.
-        """
-        self._server.serve()
-        self._signal_poll()
-        remaining = deadline - time.monotonic()
-        # No record while an async callback of consumer.aio is parked: it runs first.
-        if self._dataplane.has_assignment and self._server.parked is None:
-            return remaining, max(0.0, min(remaining, self._slice_s()))
-        if remaining > 0:
-            self._to_application.wait(min(remaining, self._slice_s()))
-        # Serve the data plane's callbacks (stats_cb, logger, error_cb) as confluent-kafka's
-        # poll() does whatever is assigned; an exception raised in one propagates from here.
-        if (event := self._dataplane.poll(0)) is not None:
-            self._server.add_error_event(event)
-        return remaining, None
-
-    def _arm_fast_poll(self) -> None:
-        """Allow the fast path until the background queues something for this thread."""
-        runtime = self._runtime
-        state = MemberState.UNSUBSCRIBED if runtime is None else runtime.state
-        if (
-            (state is MemberState.STABLE or not self._server.subscribed)
-            and not self._server.pending()
-            and not self._server.in_callback
-        ):
-            self._fast_polls_left = FAST_POLL_BUDGET
-            self._fast_poll_ok = True
-
-    def _disarm_fast_poll(self) -> None:
-        """Called from the background thread whenever it queues an event for this thread."""
-        self._fast_poll_ok = False
-
-    def consume(self, num_messages: int = 1, timeout: float | None = -1) -> list[Message]:
-        """Serve rebalance callbacks, then return up to ``num_messages`` records."""
-        if not isinstance(num_messages, int) or not 1 <= num_messages <= 1_000_000:
-            raise ValueError(f"num_messages must be an int in 1..1000000, got {num_messages!r}")
-        # Fast path while full batches flow and the background has nothing for this thread:
-        # what librdkafka already holds, without waiting. The full path (serve the background,
-        # stamp and report the poll with the consumed offsets) runs again on a short or empty
-        # batch, on the background's next event, and at least every FAST_CONSUME_WINDOW_S.
-        if self._fast_poll_ok and time.monotonic() < self._fast_consume_until_s:
-            messages = self._consume_now(num_messages, 0)
-            if len(messages) == num_messages:
-                return messages
-            self._fast_poll_ok = False
-            if messages:
-                return messages
-        return self._consume_slowly(num_messages, timeout)
-
-    def _consume_slowly(self, num_messages: int, timeout: float | None) -> list[Message]:
-        self._enter_poll("consume")
-        self._fast_poll_ok = False
-        deadline = deadline_s(timeout)
-        while True:
-            remaining, fetch_s = self._poll_turn(deadline)
-            if events := self._server.take_error_events(num_messages):
-                return events
-            if fetch_s is not None:
-                messages = self._consume_now(num_messages, fetch_s)
-                if len(messages) == num_messages:
-                    self._arm_fast_consume()
-                if messages:
-                    return messages
-            if remaining < MIN_WAIT_S:
-                return []
-
-    def _arm_fast_consume(self) -> None:
-        """Allow consume()'s fast path for FAST_CONSUME_WINDOW_S (and poll()'s for its budget)."""
-        self._arm_fast_poll()
-        self._fast_consume_until_s = time.monotonic() + FAST_CONSUME_WINDOW_S
 
     # --- offsets --------------------------------------------------------------------------------
 
@@ -459,19 +339,6 @@ class Consumer(DataPlaneMethods):
     def _enter_poll(self, method: str = "poll") -> None:
         self._check_open()
         self._check_not_in_callback(method)
-
-    def _slice_s(self) -> float:
-        runtime = self._runtime
-        return self._slices.slice_s(None if runtime is None else runtime.state)
-
-    def _signal_poll(self) -> None:
-        """Tell the member the application is alive (throttled), with its consumed offsets."""
-        self._manual.poll()
-        runtime = self._runtime  # a consumer that only assigns has no member to tell
-        if runtime is not None and (
-            self._server.subscribed or runtime.state is not MemberState.UNSUBSCRIBED
-        ):
-            self._polls.signal(runtime.state, lambda: self._offsets.consumed(self._server.owned))
 
     def _check_open(self) -> None:
         if self._closed:

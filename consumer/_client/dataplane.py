@@ -55,8 +55,11 @@ class DataPlane:
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._consumer = assign_mode_consumer(config)
-        #: librdkafka's poll, bound once: the Consumer's fast path calls it directly.
+        #: librdkafka's ``poll(timeout_s)`` and ``consume(num_messages, timeout_s)``, bound once:
+        #: the fast paths of ``poll()`` and ``consume()`` call them directly (a Python call less
+        #: per record); their waits go through :meth:`poll` and :meth:`consume`.
         self.raw_poll = self._consumer.poll
+        self.raw_consume = self._consumer.consume
         self._assigned: set[TopicPartitionKey] = set()
         self._topics_with_metadata: set[str] = set()
         self._closed = False

@@ -1,11 +1,13 @@
-"""``consume()``'s fast path (full batches taken straight from librdkafka) against the real broker:
-a member that consumes full batches without a pause for longer than ``max.poll.interval.ms``
-stays in the group, and auto-commit still follows what it consumed.
+"""The fast paths of ``consume()`` (full batches taken straight from librdkafka) and ``poll()``
+(records taken straight from librdkafka, the budget renewed every ``FAST_POLL_BUDGET`` records)
+against the real broker: a member that consumes without a pause for longer than
+``max.poll.interval.ms`` stays in the group, and auto-commit still follows what it consumed.
 
-While batches come back full and the background has nothing for the application, ``consume()``
-skips its full turn (serving the background, stamping the poll, reporting consumed offsets) for
-at most ``FAST_CONSUME_WINDOW_S``. Without that bound the member would see no poll for the whole
-run and leave the group after ``max.poll.interval.ms`` (``on_lost``).
+While records flow and the background has nothing for the application, ``consume()`` skips its
+full turn (serving the background, stamping the poll, reporting consumed offsets) for at most
+``FAST_CONSUME_WINDOW_S``, and ``poll()`` replaces it by the budget's renewal (the same duties
+without the waits). Without those bounds the member would see no poll for the whole run and
+leave the group after ``max.poll.interval.ms`` (``on_lost``).
 """
 
 from __future__ import annotations
@@ -91,6 +93,79 @@ def test_full_batches_for_longer_than_the_poll_interval_keep_the_member_and_its_
             lambda: committed() == ends,
             10,
             "auto-commit of every consumed record",
+            details=lambda: f"committed {committed()}, expected {ends}",
+        )
+    finally:
+        consumer.close()
+
+
+@pytest.mark.timeout(120)
+def test_polling_records_for_longer_than_the_poll_interval_keeps_the_member_and_its_commits(
+    kafka_bootstrap: str,
+    create_topic: Callable[..., str],
+    unique_name: Callable[[str], str],
+) -> None:
+    topic = create_topic(partitions=PARTITIONS)
+    producer = make_producer(kafka_bootstrap)
+    produce_numbered(producer, topic, 0, RECORDS, PARTITIONS)
+    callbacks: list[str] = []
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka_bootstrap,
+            "group.id": unique_name("group"),
+            "auto.offset.reset": "earliest",
+            "auto.commit.interval.ms": 100,
+            "max.poll.interval.ms": MAX_POLL_INTERVAL_MS,
+            "queued.min.messages": 10_000_000,
+        }
+    )
+    try:
+        consumer.subscribe(
+            [topic],
+            on_assign=lambda _c, parts: callbacks.append(f"assign {len(parts)}"),
+            on_revoke=lambda _c, parts: callbacks.append(f"revoke {len(parts)}"),
+            on_lost=lambda _c, parts: callbacks.append(f"lost {len(parts)}"),
+        )
+        consumed, first_s = 0, None
+        last: dict[int, int] = {}
+        while consumed < RECORDS:
+            message = consumer.poll(1.0)
+            if message is None or message.error() is not None:
+                continue
+            if first_s is None:
+                first_s = time.monotonic()
+                epoch = consumer.member_epoch
+            partition, offset = message.partition(), message.offset()
+            assert partition is not None
+            assert offset is not None
+            assert offset == last.get(partition, -1) + 1, f"partition {partition} skipped"
+            last[partition] = offset
+            consumed += 1
+            if consumed % BATCH == 0:
+                time.sleep(WORK_PER_BATCH_S)
+        assert first_s is not None
+        took_s = time.monotonic() - first_s
+        assert took_s > 1.5 * MAX_POLL_INTERVAL_MS / 1000, (
+            f"consumed in {took_s:.1f} s: too fast to test max.poll.interval.ms"
+        )
+        assert callbacks == [f"assign {PARTITIONS}"], callbacks
+        assert consumer.state == "STABLE"
+        assert consumer.member_epoch == epoch
+        ends = {p: RECORDS // PARTITIONS for p in range(PARTITIONS)}
+        assert consumer.position([TopicPartition(topic, p) for p in range(PARTITIONS)]) == [
+            TopicPartition(topic, p, ends[p]) for p in range(PARTITIONS)
+        ]
+
+        assert consumer.poll(0.2) is None  # reports the last records, as any poll does
+
+        def committed() -> dict[int, int]:
+            parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+            return {tp.partition: tp.offset for tp in consumer.committed(parts, timeout=5)}
+
+        wait_until(
+            lambda: committed() == ends,
+            10,
+            "auto-commit of every polled record",
             details=lambda: f"committed {committed()}, expected {ends}",
         )
     finally:
