@@ -28,6 +28,7 @@ class MemberPublisher:
 
     __slots__ = (
         "_metrics",
+        "_row_fired",
         "_to_application",
         "_transitions",
         "member_epoch",
@@ -46,24 +47,42 @@ class MemberPublisher:
         self._to_application = to_application
         #: Queues a StateTransition for the application while its switch is on.
         self._transitions = TransitionReporter(switch, member.state.name)
+        #: Whether a rules-table row fired since the last :meth:`publish`.
+        self._row_fired = False
         self.state: MemberState = member.state
         self.member_id: str = member.member_id
         self.member_epoch: int = member.member_epoch
 
     def row_fired(self, member: Member, rule: MemberRule) -> None:
         """The member's observer: a rules-table row fired (``member`` is in its new state)."""
+        self._row_fired = True
         self._metrics.state_changed(member.state)
         self._report_transition(member, rule.outcome.name)
 
     def publish(self, member: Member) -> None:
-        """Copy the member's state, epoch and id for the application; queue what moved."""
-        self._report_transition(member, None)  # an epoch moved outside any row (an answer)
+        """Copy the member's state, epoch and id for the application; queue what moved.
+
+        When no row fired since the last call and the state, epoch and id are the ones
+        published then, nothing moved: the transition reporter saw those values last (the
+        previous call reported them), so it is skipped (an idle member's every turn).
+        """
         state = member.state
+        epoch = member.member_epoch
+        member_id = member.member_id
+        if (
+            not self._row_fired
+            and state is self.state
+            and epoch == self.member_epoch
+            and member_id == self.member_id
+        ):
+            return
+        self._row_fired = False
+        self._report_transition(member, None)  # an epoch moved outside any row (an answer)
         if state is not self.state:
             previous, self.state = self.state, state
             self._to_application.put(StateChanged(previous, state))
-        self.member_id = member.member_id
-        self.member_epoch = member.member_epoch
+        self.member_id = member_id
+        self.member_epoch = epoch
 
     def _report_transition(self, member: Member, reason: str | None) -> None:
         """Queue a StateTransition if the state or the epoch moved since the last one."""
