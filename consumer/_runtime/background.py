@@ -216,6 +216,7 @@ class BackgroundRuntime:
             requests,
             interval_ms=lambda: self._member.heartbeats.interval_ms,
             request_timeout_ms=settings.request_timeout_ms,
+            clock_ms=self._clock_ms,
             feed=self._feed,
             after_answer=self._turn,
             fail=self._fail,
@@ -296,9 +297,12 @@ class BackgroundRuntime:
         if self._stop_requested:
             return
         self._promise_quiet(deadline_ms)
-        wakeup.schedule(
-            None if deadline_ms is None else max(0, deadline_ms - self._clock_ms()) / 1000
-        )
+        if deadline_ms is None or self._heartbeats.answer_comes_by(deadline_ms):
+            # No timer: a heartbeat's answer (or its timeout) runs the next turn in time (an
+            # idle member's sending turn: its next deadline is further away than that).
+            wakeup.schedule(None)
+        else:
+            wakeup.schedule(max(0, deadline_ms - self._clock_ms()) / 1000)
 
     def _member_group_id(self) -> str:
         return self._member.config.group_id

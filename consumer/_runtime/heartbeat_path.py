@@ -26,13 +26,15 @@ class TaskFreeHeartbeats:
     """Sends heartbeats without a task and feeds their answers (see the module docstring).
 
     ``interval_ms`` reads the member's heartbeat interval; ``request_timeout_ms`` caps the
-    answer's timeout. An answer is given to ``feed`` and then ``after_answer`` runs (the loop's
-    next turn); an exception from either, or from handling the answer before it was fed, is a
-    runtime bug handed to ``fail``.
+    answer's timeout; ``clock_ms`` is the loop's clock (the member's deadlines). An answer is
+    given to ``feed`` and then ``after_answer`` runs (the loop's next turn); an exception from
+    either, or from handling the answer before it was fed, is a runtime bug handed to ``fail``.
     """
 
     __slots__ = (
         "_after_answer",
+        "_answer_due_ms",
+        "_clock_ms",
         "_drained",
         "_fail",
         "_feed",
@@ -49,6 +51,7 @@ class TaskFreeHeartbeats:
         *,
         interval_ms: Callable[[], int],
         request_timeout_ms: int,
+        clock_ms: Callable[[], int],
         feed: Callable[[HeartbeatAnswer], None],
         after_answer: Callable[[], None],
         fail: Callable[[BaseException], None],
@@ -56,6 +59,9 @@ class TaskFreeHeartbeats:
         self._requests = requests
         self._interval_ms = interval_ms
         self._request_timeout_ms = request_timeout_ms
+        self._clock_ms = clock_ms
+        #: When the answer of the last heartbeat sent is due at the latest (its timeout).
+        self._answer_due_ms = 0
         self._feed = feed
         self._after_answer = after_answer
         self._fail = fail
@@ -78,10 +84,21 @@ class TaskFreeHeartbeats:
     def send(self, command: SendHeartbeat) -> bool:
         """Send ``command``'s heartbeat now; False if it cannot go out without a task (nothing
         was sent: the caller sends it with a task)."""
-        sent = self._requests.heartbeat_soon(command, self.timeout_ms(), self._answered, self._bug)
+        timeout_ms = self.timeout_ms()
+        sent = self._requests.heartbeat_soon(command, timeout_ms, self._answered, self._bug)
         if sent:
             self.in_flight += 1
+            self._answer_due_ms = self._clock_ms() + timeout_ms
         return sent
+
+    def answer_comes_by(self, deadline_ms: int) -> bool:
+        """Whether an answer (or its timeout), which runs the loop's next turn, is sure to come
+        no later than ``deadline_ms``: then the loop needs no timer for that deadline.
+
+        The last heartbeat sent is answered, fails or times out by its due time, and an earlier
+        one still in flight by its own, earlier due time.
+        """
+        return self.in_flight > 0 and self._answer_due_ms <= deadline_ms
 
     async def wait_drained(self, timeout_s: float) -> None:
         """Wait (at most ``timeout_s``) until every heartbeat sent is answered or failed."""
