@@ -7,16 +7,15 @@ the next turn at the member's next deadline; a response or a new application eve
 sooner. A turn is a plain loop callback (:class:`~consumer._runtime.loop_wakeup.LoopWakeup`), and
 a heartbeat over an open coordinator connection needs no task either: it is written from the
 turn, and its answer, in the socket's read callback, is fed to the member and runs the next turn
-there (``_send_heartbeat_now``).
+there (:mod:`consumer._runtime.heartbeat_path`).
 
 The member is touched by this thread only. The application reads the published ``state``,
-``member_epoch`` and ``member_id`` attributes, which are replaced atomically.
+``member_epoch`` and ``member_id`` (:class:`~consumer._runtime.publishing.MemberPublisher`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import random
 import threading
@@ -24,13 +23,12 @@ import time
 from collections.abc import Awaitable, Callable
 
 from consumer._bridge.last_poll import LastPoll, monotonic_ms
-from consumer._bridge.member_events import MemberEventSwitch, TransitionReporter
+from consumer._bridge.member_events import MemberEventSwitch
 from consumer._bridge.messages import (
     AppEvent,
     FetchCommitted,
     RuntimeFailed,
     SetSaslCredentials,
-    StateChanged,
     StopLoop,
     ToAppEvent,
 )
@@ -40,9 +38,11 @@ from consumer._bridge.settings import ClusterSettings
 from consumer._logging import log_to, routed_logger
 from consumer._runtime.cluster import ClusterClient
 from consumer._runtime.committed import CommittedAnswers, refuse_committed_requests
-from consumer._runtime.group_requests import Answer, GroupRequests, HeartbeatAnswer
+from consumer._runtime.group_requests import Answer, GroupRequests
+from consumer._runtime.heartbeat_path import TaskFreeHeartbeats
 from consumer._runtime.loop_wakeup import LoopWakeup
 from consumer._runtime.metrics import MetricsRecorder
+from consumer._runtime.publishing import MemberPublisher
 from consumer._runtime.retry import reconnect_policy
 from consumer.member import (
     JOIN_EPOCH,
@@ -64,8 +64,6 @@ from consumer.member.effects import MemberRule
 from consumer.member.states import IN_GROUP_STATES
 
 _log = routed_logger("consumer.runtime")
-#: Lower bound of a heartbeat's answer timeout (see BackgroundRuntime._heartbeat_timeout_ms).
-_MIN_HEARTBEAT_TIMEOUT_MS = 3_000
 #: How long a stopping loop waits for requests in flight (e.g. the leave heartbeat).
 _DRAIN_TIMEOUT_S = 5.0
 #: How stale the poll stamp fed to the member may be (at most; a quarter of max.poll.interval.ms
@@ -93,10 +91,12 @@ class BackgroundRuntime:
         #: Rebalance, heartbeat and commit metrics, fed from the events below (never per record).
         self._metrics = MetricsRecorder(clock_ms, MemberState.UNSUBSCRIBED)
         self._member = Member(member_config, random.Random(), on_transition=self._on_transition)
-        #: Queues a StateTransition for the application while its switch is on.
-        self._transitions = TransitionReporter(
+        #: What the application reads of the member, and the events telling it what moved.
+        self._published = MemberPublisher(
+            self._member,
+            self._metrics,
+            to_application,
             member_events if member_events is not None else MemberEventSwitch(),
-            self._member.state.name,
         )
         self._cluster_settings = cluster_settings
         self._to_background = to_background
@@ -112,16 +112,9 @@ class BackgroundRuntime:
         #: Resolved when the loop's turns end (``StopLoop``, ``ShutDown``, or a failure).
         self._stopped: asyncio.Future[None] | None = None
         self._turning = False
-        #: Heartbeats sent without a task (see _send_heartbeat_now) whose answer is due.
-        self._heartbeats_in_flight = 0
-        self._heartbeats_drained: asyncio.Future[None] | None = None
-        self._loop_ended = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop_requested = False
         self.failure: BaseException | None = None
-        self.state: MemberState = self._member.state
-        self.member_id: str = self._member.member_id
-        self.member_epoch: int = self._member.member_epoch
         #: When the application last called ``poll()`` (``clock_ms`` time), stamped by its
         #: thread on every call; the loop passes newer values to the member before running
         #: its timers, so max.poll.interval.ms counts from the real last call, not from the
@@ -133,6 +126,21 @@ class BackgroundRuntime:
         )
         #: Until when nothing can reach the application (see consumer._bridge.quiet).
         self._quiet = quiet if quiet is not None else QuietWindow()
+
+    @property
+    def state(self) -> MemberState:
+        """The member's state, as last published by the loop (any thread)."""
+        return self._published.state
+
+    @property
+    def member_id(self) -> str:
+        """The member id, as last published by the loop (any thread)."""
+        return self._published.member_id
+
+    @property
+    def member_epoch(self) -> int:
+        """The member epoch, as last published by the loop (any thread)."""
+        return self._published.member_epoch
 
     @property
     def running(self) -> bool:
@@ -204,6 +212,15 @@ class BackgroundRuntime:
             cluster, self._member_group_id(), request_timeout_ms=settings.request_timeout_ms
         )
         self._requests = requests
+        self._heartbeats = TaskFreeHeartbeats(
+            requests,
+            interval_ms=lambda: self._member.heartbeats.interval_ms,
+            request_timeout_ms=settings.request_timeout_ms,
+            clock_ms=self._clock_ms,
+            feed=self._feed,
+            after_answer=self._turn,
+            fail=self._fail,
+        )
         self._cluster = cluster
         self._committed = CommittedAnswers(
             requests,
@@ -224,13 +241,9 @@ class BackgroundRuntime:
                 # waited for: nothing would use its answer (a consumer closed before it ever
                 # subscribed must not wait for an unreachable bootstrap server).
                 await asyncio.wait(waiting, timeout=_DRAIN_TIMEOUT_S)
-            if self._heartbeats_in_flight:  # sent without a task: wait for their answers too
-                self._heartbeats_drained = loop.create_future()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(
-                        self._heartbeats_drained, max(0.0, drain_until - loop.time())
-                    )
-            self._loop_ended = True
+            # Sent without a task: wait for their answers too.
+            await self._heartbeats.wait_drained(drain_until - loop.time())
+            self._heartbeats.ended = True
             for task in list(self._tasks):
                 task.cancel()
             if self._tasks:
@@ -284,9 +297,12 @@ class BackgroundRuntime:
         if self._stop_requested:
             return
         self._promise_quiet(deadline_ms)
-        wakeup.schedule(
-            None if deadline_ms is None else max(0, deadline_ms - self._clock_ms()) / 1000
-        )
+        if deadline_ms is None or self._heartbeats.answer_comes_by(deadline_ms):
+            # No timer: a heartbeat's answer (or its timeout) runs the next turn in time (an
+            # idle member's sending turn: its next deadline is further away than that).
+            wakeup.schedule(None)
+        else:
+            wakeup.schedule(max(0, deadline_ms - self._clock_ms()) / 1000)
 
     def _member_group_id(self) -> str:
         return self._member.config.group_id
@@ -326,7 +342,7 @@ class BackgroundRuntime:
                 case SendHeartbeat():
                     if command.is_leave or not self._send_heartbeat_now(command):
                         self._spawn(
-                            requests.heartbeat(command, self._heartbeat_timeout_ms()),
+                            requests.heartbeat(command, self._heartbeats.timeout_ms()),
                             expect_answer=not command.is_leave,
                         )
                     names = command.request.subscribed_topic_names
@@ -349,48 +365,11 @@ class BackgroundRuntime:
                     self._to_application.put(command)
 
     def _send_heartbeat_now(self, command: SendHeartbeat) -> bool:
-        """Send a heartbeat without a task over the coordinator's open connection; its answer
-        is fed from the socket's read callback (:meth:`_heartbeat_answered`). False if it
-        cannot go out that way (not connected yet, say): then a task sends it."""
-        sent = self._requests.heartbeat_soon(
-            command, self._heartbeat_timeout_ms(), self._heartbeat_answered, self._heartbeat_bug
-        )
+        """Send a heartbeat without a task if it can go out that way (False: a task sends it)."""
+        sent = self._heartbeats.send(command)
         if sent:
             self._quiet.end()  # its answer may be for the application (an assignment)
-            self._heartbeats_in_flight += 1
         return sent
-
-    def _heartbeat_answered(self, answer: HeartbeatAnswer) -> None:
-        """A heartbeat sent by :meth:`_send_heartbeat_now` is answered (or failed): feed it and
-        run the loop's next turn right here (it schedules the one after)."""
-        self._heartbeats_in_flight -= 1
-        if self._loop_ended:
-            return
-        drained = self._heartbeats_drained
-        if drained is not None and not self._heartbeats_in_flight and not drained.done():
-            drained.set_result(None)
-        try:
-            self._feed(answer)
-        except Exception as exc:  # noqa: BLE001 - a runtime bug: stop the loop and surface it
-            self._fail(exc)
-            return
-        self._turn()
-
-    def _heartbeat_bug(self, exc: Exception) -> None:
-        """Handling a task-free heartbeat's answer raised before it was fed: a runtime bug."""
-        self._heartbeats_in_flight -= 1
-        self._fail(exc)
-
-    def _heartbeat_timeout_ms(self) -> int:
-        """How long to wait for a heartbeat's answer before treating the connection as dead.
-
-        Two heartbeat intervals (at least 3 s), capped by the request timeout: a heartbeat lost
-        in a network black hole is noticed within a session timeout instead of after the 60 s
-        socket timeout, so a member cut off and reconnected learns at once that it was fenced.
-        """
-        interval_ms = self._member.heartbeats.interval_ms
-        floor_ms = max(_MIN_HEARTBEAT_TIMEOUT_MS, 2 * interval_ms)
-        return min(self._cluster_settings.request_timeout_ms, floor_ms)
 
     def _promise_quiet(self, deadline_ms: int | None) -> None:
         """Promise the application thread quiet until the member's next timer, when nothing
@@ -399,7 +378,7 @@ class BackgroundRuntime:
         if (
             self._member.state not in _QUIET_STATES
             or self._tasks
-            or self._heartbeats_in_flight
+            or self._heartbeats.in_flight
             or self._to_background.woken
         ):
             self._quiet.end()
@@ -447,26 +426,10 @@ class BackgroundRuntime:
 
     def _on_transition(self, _previous: MemberState, rule: MemberRule) -> None:
         """The member's observer: called for every rules-table row that fires."""
-        self._metrics.state_changed(self._member.state)
-        self._report_transition(rule.outcome.name)
-
-    def _report_transition(self, reason: str | None) -> None:
-        """Queue a StateTransition if the state or the epoch moved since the last one."""
-        member = self._member
-        event = self._transitions.report(
-            member.state.name, member.member_epoch, member.member_id, reason
-        )
-        if event is not None:
-            self._to_application.put(event)
+        self._published.row_fired(self._member, rule)
 
     def _publish(self) -> None:
-        self._report_transition(None)  # an epoch moved outside any row (a heartbeat answer)
-        state = self._member.state
-        if state is not self.state:
-            previous, self.state = self.state, state
-            self._to_application.put(StateChanged(previous, state))
-        self.member_id = self._member.member_id
-        self.member_epoch = self._member.member_epoch
+        self._published.publish(self._member)
 
 
 def _set_sasl_user(cluster: ClusterClient, event: SetSaslCredentials) -> None:

@@ -41,7 +41,7 @@ class LoopWakeup:
     def set(self) -> None:
         """Run the turn soon (once, however often this is called before it runs)."""
         if self._soon is None and not self._closed:
-            self._soon = self._loop.call_soon(self._run)
+            self._soon = self._loop.call_soon(self._woken)
 
     def clear(self) -> None:
         """A turn starts: forget the runs scheduled for it (timer and wake-up)."""
@@ -60,13 +60,23 @@ class LoopWakeup:
         if timeout_s <= 0:
             self.set()
             return
-        self._timer = self._loop.call_later(timeout_s, self._run)
+        self._timer = self._loop.call_later(timeout_s, self._timer_fired)
 
     def close(self) -> None:
         """Run no more turns."""
         self.clear()
         self._closed = True
 
-    def _run(self) -> None:
-        self.clear()  # the wake-up or the timer, whichever did not call this
+    def _woken(self) -> None:
+        self._soon = None  # it runs now: nothing to cancel
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._turn()
+
+    def _timer_fired(self) -> None:
+        self._timer = None  # it runs now: nothing to cancel (an idle member's every turn)
+        if self._soon is not None:
+            self._soon.cancel()
+            self._soon = None
         self._turn()

@@ -62,7 +62,9 @@ class Member(MemberEffects):
 
     def _dispatch(self, event: Input, now_ms: int) -> list[Command]:  # noqa: C901
         a = self.assignment
-        match event:
+        match event:  # the idle member's every input (a heartbeat answer) is matched first
+            case i.HeartbeatSucceeded():
+                return self._on_heartbeat_succeeded(event, now_ms)
             case i.Subscribed():
                 return self._on_subscribed(event, now_ms)
             case i.Unsubscribed():
@@ -92,8 +94,6 @@ class Member(MemberEffects):
                 return self.follow(a.on_assignment_applied(event, now_ms), now_ms)
             case i.StartOffsetsListed():
                 return self.follow(a.on_start_offsets_listed(event), now_ms)
-            case i.HeartbeatSucceeded():
-                return self._on_heartbeat_succeeded(event, now_ms)
             case i.HeartbeatFailed():
                 return self._on_heartbeat_failed(event, now_ms)
             case i.HeartbeatTransportFailed():
