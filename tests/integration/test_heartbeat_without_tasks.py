@@ -104,6 +104,16 @@ def abort_sessions(runtime: BackgroundRuntime) -> list[Session]:
     return aborted
 
 
+def polled_until(consumer: Consumer, predicate: Callable[[], bool]) -> Callable[[], bool]:
+    """A condition for ``wait_until`` that polls ``consumer`` once before each check."""
+
+    def check() -> bool:
+        consumer.poll(0.1)
+        return predicate()
+
+    return check
+
+
 @pytest.mark.timeout(180)
 def test_stable_heartbeats_need_no_task_and_survive_a_lost_connection(
     kafka_bootstrap: str,
@@ -117,22 +127,15 @@ def test_stable_heartbeats_need_no_task_and_survive_a_lost_connection(
     try:
         consumer.subscribe([topic], on_assign=lambda _c, parts: assigned.append(parts))
 
-        def polled_until(predicate: Callable[[], bool]) -> Callable[[], bool]:
-            def check() -> bool:
-                consumer.poll(0.1)
-                return predicate()
-
-            return check
-
         wait_until(
-            polled_until(lambda: bool(assigned) and consumer.state == "STABLE"),
+            polled_until(consumer, lambda: bool(assigned) and consumer.state == "STABLE"),
             30.0,
             "STABLE with both partitions",
         )
         member_id, epoch = consumer.memberid(), consumer.member_epoch
         soon, task = paths.count("soon"), paths.count("task")
         wait_until(
-            polled_until(lambda: paths.count("soon") >= soon + 6),
+            polled_until(consumer, lambda: paths.count("soon") >= soon + 6),
             20.0,
             "six task-free heartbeats while STABLE (the broker's interval is 0.5 s)",
             lambda: str(paths),
@@ -146,17 +149,18 @@ def test_stable_heartbeats_need_no_task_and_survive_a_lost_connection(
         aborted = abort_sessions(runtime)
         assert aborted, "the coordinator's session was open"
         wait_until(
-            polled_until(lambda: all(not s.alive for s in aborted)),
+            polled_until(consumer, lambda: all(not s.alive for s in aborted)),
             10.0,
             "the aborted sessions noticed the loss",
         )
         soon = paths.count("soon")
         wait_until(
             polled_until(
+                consumer,
                 lambda: (
                     paths.count("soon") >= soon + 4
                     and any(s not in aborted and s.alive for s in sessions(runtime))
-                )
+                ),
             ),
             20.0,
             "task-free heartbeats again, on a new session",
@@ -209,29 +213,24 @@ def test_a_heartbeat_answer_that_never_comes_runs_the_next_turn_at_its_timeout(
     try:
         consumer.subscribe([topic], on_assign=lambda _c, parts: assigned.append(parts))
 
-        def polled_until(predicate: Callable[[], bool]) -> Callable[[], bool]:
-            def check() -> bool:
-                consumer.poll(0.1)
-                return predicate()
-
-            return check
-
         wait_until(
-            polled_until(lambda: bool(assigned) and consumer.state == "STABLE"),
+            polled_until(consumer, lambda: bool(assigned) and consumer.state == "STABLE"),
             30.0,
             "STABLE with its partition",
         )
         soon = paths.count("soon")
         wait_until(
-            polled_until(lambda: paths.count("soon") >= soon + 2),
+            polled_until(consumer, lambda: paths.count("soon") >= soon + 2),
             10.0,
             "task-free heartbeats while STABLE",
             lambda: str(paths),
         )
         lose.set()
-        wait_until(polled_until(lambda: bool(lost_at)), 10.0, "a heartbeat answer was lost")
         wait_until(
-            polled_until(lambda: len(paths.sent_after(lost_at[0])) >= 3),
+            polled_until(consumer, lambda: bool(lost_at)), 10.0, "a heartbeat answer was lost"
+        )
+        wait_until(
+            polled_until(consumer, lambda: len(paths.sent_after(lost_at[0])) >= 3),
             20.0,
             "heartbeats again after the lost answer's timeout",
             lambda: str(paths),
