@@ -92,7 +92,8 @@ class FetchChanges:
         """Complete the pending assignment change; return where each new partition starts.
 
         The member is told at once: ownership does not wait for the data plane, nor for the
-        reset policy's start offsets (partitions waiting for them start at ``StartFetching``:
+        committed offsets or the reset policy's start offsets (partitions waiting for them
+        start at ``StartFetching``:
         see :mod:`consumer._client.start_offsets`). Java acknowledges the same way, before
         positions are resolved.
         """
