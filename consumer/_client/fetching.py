@@ -71,6 +71,9 @@ class FetchChanges:
         keys = [(tp.topic, tp.partition) for tp in partitions]
         self.stopped_positions.update(self.dataplane.positions(keys))
         self.dataplane.unassign(keys)
+        # A partition stopped while it waits for its start offset must not start when that
+        # answer comes: it is being revoked (its pre-revoke commit is computed now).
+        self.start_offsets.forget(partitions)
         self.to_background.put(FetchingStopped(request_id, offsets))
 
     def _forget_stopped(self, partitions: Iterable[TopicPartition]) -> None:

@@ -19,8 +19,10 @@ from consumer._client.app_thread import AppThreadServer, Callbacks
 from consumer.member import (
     ApplyAssignment,
     AssignmentApplied,
+    FetchingStopped,
     InvokeOnAssign,
     StartFetching,
+    StopFetching,
     TopicPartition,
 )
 
@@ -39,6 +41,9 @@ class _DataPlane:
     def unassign(self, partitions: Any) -> None:
         for key in list(partitions):
             self.starts.pop(key, None)
+
+    def positions(self, keys: Any) -> dict[tuple[str, int], int]:
+        return {key: self.starts[key] for key in keys if key in self.starts}
 
 
 class _Consumer:
@@ -147,6 +152,20 @@ def test_a_partition_revoked_before_its_committed_offset_came_is_not_started() -
         ("t", 2): 42,
     }
     assert not rig.server.start_offsets.awaiting
+
+
+def test_a_partition_stopped_for_its_revocation_before_its_offset_came_is_not_started() -> None:
+    """The answer comes between StopFetching and the end of the revocation: the partition is
+    still owned (on_revoke has not run) but must not fetch again."""
+    rig = _Rig("earliest")
+    rig.serve(_apply(), InvokeOnAssign(1, (T0, T1, T2)))
+    rig.serve(StopFetching(2, (T1,)))
+    assert FetchingStopped(2, {}) in rig.to_background.drain()
+    assert T1 in rig.server.owned
+    assert rig.serve(StartFetching(FETCH, {T0: 40, T1: 41, T2: 42})) == {
+        ("t", 0): 40,
+        ("t", 2): 42,
+    }
 
 
 def test_a_partition_revoked_before_its_start_offset_came_is_not_started() -> None:
