@@ -235,7 +235,7 @@ class AppThreadServer(FetchChanges):
             case ApplyAssignment():
                 self._apply(event)
             case StartFetching():
-                self._start_fetching(self.start_offsets.listed(event, self.owned))
+                self._start_fetching(self.start_offsets.answered(event, self.owned))
             case InvokeOnRevoke(request_id=request_id, partitions=partitions):
                 finish = functools.partial(self._revoked, request_id, partitions)
                 self._invoke(self.callbacks.on_revoke, partitions, finish)

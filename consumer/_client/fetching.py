@@ -71,6 +71,9 @@ class FetchChanges:
         keys = [(tp.topic, tp.partition) for tp in partitions]
         self.stopped_positions.update(self.dataplane.positions(keys))
         self.dataplane.unassign(keys)
+        # A partition stopped while it waits for its start offset must not start when that
+        # answer comes: it is being revoked (its pre-revoke commit is computed now).
+        self.start_offsets.forget(partitions)
         self.to_background.put(FetchingStopped(request_id, offsets))
 
     def _forget_stopped(self, partitions: Iterable[TopicPartition]) -> None:
@@ -92,7 +95,8 @@ class FetchChanges:
         """Complete the pending assignment change; return where each new partition starts.
 
         The member is told at once: ownership does not wait for the data plane, nor for the
-        reset policy's start offsets (partitions waiting for them start at ``StartFetching``:
+        committed offsets or the reset policy's start offsets (partitions waiting for them
+        start at ``StartFetching``:
         see :mod:`consumer._client.start_offsets`). Java acknowledges the same way, before
         positions are resolved.
         """

@@ -9,15 +9,19 @@ A *round* moves the owned assignment towards a target through the phases declare
    (auto-commit only; wait for the commit, bounded by the rebalance timeout);
 3. REVOKING: ``InvokeOnRevoke(revoked)``, wait for ``RevocationCompleted`` (bounded by the
    rebalance timeout: past it the partitions are treated as lost and the member fences itself);
-4. FETCHING_OFFSETS: ``FetchCommittedOffsets(added)``, wait for ``CommittedOffsetsFetched``;
-5. ASSIGNING: ``ApplyAssignment`` + ``InvokeOnAssign(added)`` (always, even when nothing is new),
-   wait for both ``AssignmentApplied`` and ``CallbackCompleted``. When ``auto.offset.reset`` is
-   earliest or latest and added partitions have nothing committed, a ``ListStartOffsets`` of
-   them goes out with it, and ``ApplyAssignment`` names them as waiting for it; the round does
-   not wait for the answer (as Java's member acknowledges before positions are reset): its
-   ``StartOffsetsListed`` becomes ``StartFetching`` for the application thread, which then starts
-   them at absolute offsets (no lookup on the application thread);
-6. the owned assignment becomes the round's target: the round reports ROUND_FINISHED.
+4. ASSIGNING: ``ApplyAssignment`` + ``InvokeOnAssign(added)`` (always, even when nothing is new),
+   wait for both ``AssignmentApplied`` and ``CallbackCompleted``. When partitions are added,
+   ``FetchCommittedOffsets(added)`` goes out with them and ``ApplyAssignment`` names them as
+   waiting for that fetch (``awaiting_start``): the round does not wait for it, so the ack does
+   not wait for the OffsetFetch round trip (as Java's member, which runs
+   ``onPartitionsAssigned`` and acknowledges before it initialises positions). When the fetch
+   ends, ``StartFetching`` tells the application thread where they start: at their committed
+   offsets; the others, when ``auto.offset.reset`` is earliest or latest, wait for a
+   ``ListStartOffsets`` sent at the same moment (its ``StartOffsetsListed`` becomes a second
+   ``StartFetching``, so the data plane gets absolute offsets and looks nothing up on the
+   application thread), else start at the reset policy's logical offset. A fetch that fails
+   with a non-retriable error is reported and the reset policy applies;
+5. the owned assignment becomes the round's target: the round reports ROUND_FINISHED.
 
 Releasing everything (leaving: REVOKE_ALL, phases 1-3; fencing, staleness, fatal errors: LOSE_ALL,
 the LOSING phase with ``InvokeOnLost`` and no commit) reports RELEASED.
@@ -224,8 +228,6 @@ class AssignmentManager:
             return not rnd.revoked
         if reason is Skip.NOTHING_TO_COMMIT:
             return not self._config.auto_commit or not self._commits.uncommitted(rnd.revoked)
-        if reason is Skip.NOTHING_ADDED:
-            return not rnd.added
         return False
 
     def _next_phase(self, rnd: Round, now_ms: int) -> Step:
@@ -251,36 +253,28 @@ class AssignmentManager:
             commands = [StopFetching(self._next_id(), rnd.revoked)]
             rnd.callback_id = self._next_id()
             commands.append(InvokeOnLost(rnd.callback_id, rnd.revoked))
-        elif phase is RoundPhase.FETCHING_OFFSETS:
-            rnd.waiting_id, commands = self._commits.start_fetch(rnd.added)
         else:
             commands = self._assign(rnd)
         return commands, None
 
     def _assign(self, rnd: Round) -> list[Command]:
-        """The ASSIGNING phase's commands: the assignment, ``on_assign``, and the lookup of
-        the reset policy's start offsets (not waited for: see the module docstring)."""
+        """The ASSIGNING phase's commands: the assignment, ``on_assign``, and the fetch of the
+        added partitions' committed offsets (not waited for: see the module docstring)."""
         rnd.waiting_id = self._next_id()
         rnd.callback_id = self._next_id()
-        policy = reset_policy(self._config.auto_offset_reset)
-        to_reset = partitions_to_reset(rnd.added, rnd.committed_offsets) if policy else ()
-        listing = self._next_id() if to_reset else None
-        commands: list[Command] = [
-            ApplyAssignment(
-                request_id=rnd.waiting_id,
-                assigned=rnd.assigned,
-                added=rnd.added,
-                removed=rnd.revoked,
-                committed_offsets=dict(rnd.committed_offsets),
-                awaiting_start=to_reset,
-                start_request_id=listing,
-            ),
-            InvokeOnAssign(rnd.callback_id, rnd.added),
-        ]
-        if policy is not None and listing is not None:
-            read_committed = self._config.isolation_level == "read_committed"
-            commands.append(ListStartOffsets(listing, to_reset, policy, read_committed))
-        return commands
+        fetch_id: int | None = None
+        fetch: list[Command] = []
+        if rnd.added:
+            fetch_id, fetch = self._commits.start_fetch(rnd.added)
+        apply = ApplyAssignment(
+            request_id=rnd.waiting_id,
+            assigned=rnd.assigned,
+            added=rnd.added,
+            removed=rnd.revoked,
+            awaiting_start=rnd.added,
+            start_request_id=fetch_id,
+        )
+        return [apply, InvokeOnAssign(rnd.callback_id, rnd.added), *fetch]
 
     def _finish(self, rnd: Round) -> Step:
         self.round = None
@@ -329,15 +323,25 @@ class AssignmentManager:
         more, outcome = self._next_phase(rnd, now_ms)
         return commands + more, outcome
 
-    def on_offsets_fetched(
-        self, job_id: int, offsets: Mapping[TopicPartition, int | None], now_ms: int
-    ) -> Step:
-        """Committed offsets for the added partitions arrived: hand them to the data plane."""
-        rnd = self._waiting(RoundPhase.FETCHING_OFFSETS)
-        if rnd is None or rnd.waiting_id != job_id:
-            return nothing()
-        rnd.committed_offsets = dict(offsets)
-        return self._next_phase(rnd, now_ms)
+    def on_offsets_fetched(self, job_id: int, offsets: Mapping[TopicPartition, int | None]) -> Step:
+        """A committed-offsets fetch job ended: the partitions waiting for it start at their
+        committed offsets; those with nothing committed wait for the reset policy's lookup when
+        there is one (earliest, latest), else start at its logical offset.
+
+        The round may be over, or may have revoked some of them: only the application thread
+        knows which still wait, so the answer goes there whole (it ignores the others).
+        """
+        committed = {tp: offset for tp, offset in offsets.items() if offset is not None}
+        policy = reset_policy(self._config.auto_offset_reset)
+        to_reset = partitions_to_reset(tuple(offsets), committed) if policy else ()
+        if policy is None or not to_reset:
+            return [StartFetching(job_id, committed)], None
+        listing = self._next_id()
+        read_committed = self._config.isolation_level == "read_committed"
+        return [
+            StartFetching(job_id, committed, then_request_id=listing),
+            ListStartOffsets(listing, to_reset, policy, read_committed),
+        ], None
 
     def on_start_offsets_listed(self, listed: StartOffsetsListed) -> Step:
         """The reset policy's start offsets arrived: the application thread starts fetching the

@@ -12,7 +12,8 @@ Data plane
     :class:`StopFetching` (stop fetching and drop buffered records; answer with
     ``FetchingStopped``), :class:`ApplyAssignment`
     (make the data plane's assignment exactly ``assigned``; answer with ``AssignmentApplied``),
-    :class:`StartFetching` (start the partitions waiting for their start offsets; no answer).
+    :class:`StartFetching` (start the partitions waiting for their start offsets, or keep
+    them waiting for a follow-up lookup; no answer).
 Application thread
     :class:`InvokeOnRevoke` (answer with ``RevocationCompleted``), :class:`InvokeOnAssign` and
     :class:`InvokeOnLost` (answer with ``CallbackCompleted``), :class:`ReportError`,
@@ -161,30 +162,35 @@ class StopFetching:
 class ApplyAssignment:
     """Make the data plane's assignment exactly ``assigned``; answer with AssignmentApplied.
 
-    ``added`` start at ``committed_offsets``; those in ``awaiting_start`` (nothing committed)
-    wait for ``StartFetching(start_request_id)``, the answer to the lookup of the reset policy's
-    absolute start offsets; any other start at the reset policy's logical offset.
+    The ``added`` partitions in ``awaiting_start`` are owned at once but start fetching only at
+    ``StartFetching(start_request_id)``: the end of the fetch of their committed offsets, which
+    this command does not wait for. Any other added partition starts at the reset policy's
+    logical offset. ``on_assign``'s own start offsets win over both.
     """
 
     request_id: int
     assigned: tuple[TopicPartition, ...]
     added: tuple[TopicPartition, ...]
     removed: tuple[TopicPartition, ...]
-    committed_offsets: Mapping[TopicPartition, int | None] = field(default_factory=dict)
     awaiting_start: tuple[TopicPartition, ...] = ()
     start_request_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class StartFetching:
-    """The lookup ``ListStartOffsets(request_id)`` ended: start fetching the partitions an
-    ``ApplyAssignment`` left waiting for it, at ``offsets`` (absolute), and those it found no
-    offset for at the reset policy's logical offset. Partitions no longer owned, or no longer
-    waiting (``on_assign`` chose their start), are left alone. No answer.
+    """The lookup ``request_id`` ended: start fetching the partitions left waiting for it.
+
+    ``request_id`` is a ``FetchCommittedOffsets`` job (the committed offsets) or a
+    ``ListStartOffsets`` request (the reset policy's absolute offsets). The partitions waiting for
+    it start at ``offsets``; those absent from ``offsets`` wait for ``then_request_id`` when it is
+    set (the ``ListStartOffsets`` of the partitions with nothing committed), else start at the
+    reset policy's logical offset. Partitions no longer owned, or no longer waiting (``on_assign``
+    chose their start), are left alone. No answer.
     """
 
     request_id: int
     offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
+    then_request_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -116,7 +116,7 @@ class Member(MemberEffects):
             case i.CommittedOffsetsFetched():
                 outcome, commands = self.commits.on_fetch_completed(event, now_ms)
                 if isinstance(outcome, tuple):
-                    step = a.on_offsets_fetched(*outcome, now_ms)
+                    step = a.on_offsets_fetched(*outcome)
                     return commands + self.follow(step, now_ms)
                 if outcome:
                     self.heartbeats.expedite()

@@ -2,14 +2,14 @@
 
 :class:`~consumer.member.assignment.AssignmentManager` runs the rounds; this module holds what
 a round remembers and the decisions that need nothing else: which added partitions need their
-start offsets looked up (next to the ASSIGNING phase's ``ApplyAssignment``), and how a failed
-callback is reported.
+start offsets looked up (when their committed-offsets fetch ends), and how a failed callback is
+reported.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from consumer.member.commands import Command, CommitReason, ReportError, ResetPolicy
 from consumer.member.machine import StepCursor
@@ -43,7 +43,6 @@ class Round:
     steps: StepCursor[RoundPhase]
     waiting_id: int | None = None
     callback_id: int | None = None
-    committed_offsets: dict[TopicPartition, int | None] = field(default_factory=dict)
     applied: bool = False
     callback_done: bool = False
 

@@ -226,7 +226,6 @@ class RoundPhase(enum.Enum):
     COMMITTING = "committing"
     REVOKING = "revoking"
     LOSING = "losing"
-    FETCHING_OFFSETS = "fetching-offsets"
     ASSIGNING = "assigning"
 
 
@@ -235,7 +234,6 @@ class Skip(enum.Enum):
 
     NOTHING_REVOKED = "no partition is revoked"
     NOTHING_TO_COMMIT = "auto-commit is off, or every revoked offset is committed"
-    NOTHING_ADDED = "no partition is added"
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,23 +258,19 @@ PHASES: dict[RoundPhase, PhaseInfo] = {
     P.LOSING: PhaseInfo(
         "StopFetching, InvokeOnLost", "CallbackCompleted", Skip.NOTHING_REVOKED, False
     ),
-    P.FETCHING_OFFSETS: PhaseInfo(
-        "FetchCommittedOffsets", "CommittedOffsetsFetched", Skip.NOTHING_ADDED, False
-    ),
+    # The committed-offsets fetch of the added partitions goes out with ApplyAssignment and
+    # is not waited for (as Java's member, which acknowledges before positions are initialised).
     P.ASSIGNING: PhaseInfo(
-        "ApplyAssignment, InvokeOnAssign", "AssignmentApplied and CallbackCompleted", None, False
+        "ApplyAssignment, InvokeOnAssign (and FetchCommittedOffsets, not waited for)",
+        "AssignmentApplied and CallbackCompleted",
+        None,
+        False,
     ),
 }
 
 #: The phases each kind of round goes through, in order (a round ends after its last phase).
 ROUND_STEPS: dict[RoundKind, tuple[RoundPhase, ...]] = {
-    RoundKind.RECONCILE: (
-        P.STOPPING,
-        P.COMMITTING,
-        P.REVOKING,
-        P.FETCHING_OFFSETS,
-        P.ASSIGNING,
-    ),
+    RoundKind.RECONCILE: (P.STOPPING, P.COMMITTING, P.REVOKING, P.ASSIGNING),
     RoundKind.REVOKE_ALL: (P.STOPPING, P.COMMITTING, P.REVOKING),
     RoundKind.LOSE_ALL: (P.LOSING,),
 }

@@ -41,6 +41,7 @@ from consumer.member import (
     MemberState,
     PollIntervalExpired,
     SendHeartbeat,
+    StartFetching,
     Subscribed,
 )
 from consumer.member.partitions import flatten_assignment
@@ -137,8 +138,12 @@ def test_core_retries_stale_epoch_offset_fetch_instead_of_reset() -> None:
     applied = [c for c in core.out if isinstance(c, ApplyAssignment) and c.added]
     assert len(fetches) >= 3, f"the stale-epoch OffsetFetch was not retried: {fetches}"
     assert applied, "the assignment was never applied after the retries"
-    for command in applied:
-        assert all(v == 42 for v in command.committed_offsets.values()), command
+    started = [c for c in core.out if isinstance(c, StartFetching)]
+    assert started, "the partitions never started after the retries"
+    for command in started:  # at the committed offsets, no reset-policy follow-up
+        assert command.request_id == applied[0].start_request_id, command
+        assert command.offsets == dict.fromkeys(applied[0].added, 42), command
+        assert command.then_request_id is None, command
     assert core.member.state in (MemberState.STABLE, MemberState.ACK_ASSIGNMENT)
 
 

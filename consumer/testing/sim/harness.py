@@ -47,6 +47,7 @@ from consumer.member import (
     RevocationCompleted,
     SendHeartbeat,
     ShutDown,
+    StartFetching,
     StopFetching,
     Subscribed,
     TopicPartition,
@@ -84,6 +85,8 @@ class MemberDriver:
     stopped: set[TopicPartition] = field(default_factory=set)
     consumed: dict[TopicPartition, int] = field(default_factory=dict)
     start_offsets: dict[TopicPartition, int | None] = field(default_factory=dict)
+    #: Assigned partitions not fetched yet, with the lookup (StartFetching) each waits for.
+    awaiting_start: dict[TopicPartition, int] = field(default_factory=dict)
     outbox: deque[SendHeartbeat] = field(default_factory=deque)
     pending_revocations: list[InvokeOnRevoke] = field(default_factory=list)
     pending_metadata: list[FetchMetadata] = field(default_factory=list)
@@ -103,8 +106,8 @@ class MemberDriver:
 
     @property
     def fetching(self) -> set[TopicPartition]:
-        """Partitions the data plane is fetching (assigned and not stopped)."""
-        return self.assigned - self.stopped
+        """Partitions the data plane is fetching (assigned, started and not stopped)."""
+        return self.assigned - self.stopped - self.awaiting_start.keys()
 
 
 class GroupHarness:
@@ -318,6 +321,8 @@ class GroupHarness:
                 driver.stopped |= set(command.partitions)
             case ApplyAssignment():
                 self._apply(driver, command)
+            case StartFetching():
+                self._start(driver, command)
             case ReportError():
                 driver.errors.append(command)
             case ReportCommitResult():
@@ -342,9 +347,30 @@ class GroupHarness:
         driver.stopped -= set(command.added)
         for tp in command.removed:
             driver.consumed.pop(tp, None)
+            driver.awaiting_start.pop(tp, None)
         for tp in command.added:
-            driver.start_offsets[tp] = command.committed_offsets.get(tp)
+            driver.start_offsets[tp] = None
             driver.consumed.pop(tp, None)
+            driver.awaiting_start.pop(tp, None)
+        if command.start_request_id is not None:
+            for tp in command.awaiting_start:
+                driver.awaiting_start[tp] = command.start_request_id
+
+    def _start(self, driver: MemberDriver, command: StartFetching) -> None:
+        """As the application thread: the partitions still assigned and waiting for this
+        lookup start at the offset found, else wait for the follow-up lookup, else start at
+        the beginning (the fake data plane's logical offset)."""
+        for tp, waits_for in list(driver.awaiting_start.items()):
+            if waits_for != command.request_id:
+                continue
+            del driver.awaiting_start[tp]
+            if tp not in driver.assigned:
+                continue
+            offset = command.offsets.get(tp)
+            if offset is None and command.then_request_id is not None:
+                driver.awaiting_start[tp] = command.then_request_id
+            else:
+                driver.start_offsets[tp] = offset
 
 
 def release_metadata(driver: MemberDriver, harness: GroupHarness) -> None:

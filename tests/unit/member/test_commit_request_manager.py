@@ -152,9 +152,10 @@ def test_fetch_stale_epoch_is_retried_and_never_read_as_no_offset() -> None:
     third = r.last(FetchCommittedOffsets)
     assert third is not retry
     r.handle(CommittedOffsetsFetched(third.request_id, {FOO_0: 41}))
-    from consumer.member import ApplyAssignment
+    from consumer.member import ApplyAssignment, StartFetching
 
-    assert r.last(ApplyAssignment).committed_offsets == {FOO_0: 41}
+    job = r.last(ApplyAssignment).start_request_id
+    assert r.last(StartFetching) == StartFetching(job, {FOO_0: 41})
 
 
 def test_a_stale_fetch_answer_after_the_epoch_moved_is_sent_again_at_once() -> None:
@@ -177,9 +178,10 @@ def test_a_stale_fetch_answer_after_the_epoch_moved_is_sent_again_at_once() -> N
     assert retry is not fetch, "sent again with the epoch it already has"
     assert retry.member_epoch == 2
     r.handle(CommittedOffsetsFetched(retry.request_id, {FOO_0: 7}))
-    from consumer.member import ApplyAssignment
+    from consumer.member import ApplyAssignment, StartFetching
 
-    assert r.last(ApplyAssignment).committed_offsets == {FOO_0: 7}
+    job = r.last(ApplyAssignment).start_request_id
+    assert r.last(StartFetching) == StartFetching(job, {FOO_0: 7})
 
 
 def test_a_stale_commit_answer_after_the_epoch_moved_is_sent_again_at_once() -> None:
@@ -213,13 +215,14 @@ def test_fetch_non_retriable_error_is_reported_and_the_reset_policy_applies() ->
     )
 
     r.handle(MetadataResolved({FOO: "foo"}))
+    apply = r.last(ApplyAssignment)
+    assert apply.awaiting_start == (FOO_0,)
     r.handle(CommittedOffsetsFetched(r.last(FetchCommittedOffsets).request_id, error_code=30))
     assert r.last(ReportError).error_code == 30
     listing = r.last(ListStartOffsets)
     assert listing.partitions == (FOO_0,)
-    apply = r.last(ApplyAssignment)
-    assert apply.committed_offsets == {FOO_0: None}
-    assert (apply.awaiting_start, apply.start_request_id) == ((FOO_0,), listing.request_id)
+    started = r.last(StartFetching)
+    assert started == StartFetching(apply.start_request_id, {}, then_request_id=listing.request_id)
     r.handle(StartOffsetsListed(listing.request_id, {FOO_0: 12}))
     assert r.last(StartFetching) == StartFetching(listing.request_id, {FOO_0: 12})
 

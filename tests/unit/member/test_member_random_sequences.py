@@ -47,6 +47,7 @@ from consumer.member import (
     MetadataResolved,
     RevocationCompleted,
     SendHeartbeat,
+    StartFetching,
     StartOffsetsListed,
     StopFetching,
     Subscribed,
@@ -93,6 +94,7 @@ class Checker:
         self.epoch = 0
         self.data_plane: set[TopicPartition] = set()
         self.revoking: dict[int, set[TopicPartition]] = {}
+        self.lookups: set[int] = set()  # start lookups announced (assignment or follow-up)
         self.seen = 0
 
     def check(self, state_before: MemberState) -> None:
@@ -107,11 +109,20 @@ class Checker:
             elif isinstance(command, ApplyAssignment):
                 # While a revocation is pending only a release (nothing assigned) may happen.
                 assert not self.revoking or command.assigned == (), (self.revoking, command)
-                # Only added partitions with nothing committed wait for their start offsets.
-                for tp in command.awaiting_start:
-                    assert tp in command.added, command
-                    assert command.committed_offsets.get(tp) is None, command
+                # Every added partition waits for its committed offset, and only those.
+                assert command.awaiting_start == command.added, command
+                assert (command.start_request_id is None) == (not command.added), command
                 self.data_plane = set(command.assigned)
+                if command.start_request_id is not None:
+                    self.lookups.add(command.start_request_id)
+            elif isinstance(command, StartFetching):
+                # A start answers a lookup an assignment (or an earlier start) announced.
+                assert command.request_id in self.lookups, command
+                if command.then_request_id is not None:
+                    self.lookups.add(command.then_request_id)
+            elif isinstance(command, ListStartOffsets):
+                # The reset policy's lookup is only the follow-up a StartFetching named.
+                assert command.request_id in self.lookups, command
             elif (
                 isinstance(command, SendHeartbeat)
                 and state_before is MemberState.ACK_ASSIGNMENT

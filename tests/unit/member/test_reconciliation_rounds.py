@@ -26,6 +26,7 @@ from consumer.member import (
     ReportError,
     RevocationCompleted,
     SendHeartbeat,
+    StartFetching,
     StartOffsetsListed,
     StopFetching,
     Subscribed,
@@ -75,13 +76,12 @@ def test_revoke_then_assign_in_the_documented_order() -> None:
         r.handle(HeartbeatSucceeded(keepalive.request_id, 2, 5_000))
         r.handle(AppPolled())
     r.handle(RevocationCompleted(revoke.request_id))
-    fetch = r.last(FetchCommittedOffsets)
-    assert fetch.partitions == (tp("foo", 2),)
-    r.handle(CommittedOffsetsFetched(fetch.request_id, {tp("foo", 2): 99}))
     apply = r.last(ApplyAssignment)
     assert apply.assigned == (tp("foo", 1), tp("foo", 2))
     assert (apply.added, apply.removed) == ((tp("foo", 2),), (tp("foo", 0),))
-    assert apply.committed_offsets == {tp("foo", 2): 99}
+    assert apply.awaiting_start == (tp("foo", 2),)
+    fetch = r.last(FetchCommittedOffsets)  # sent with the assignment, not waited for
+    assert fetch.partitions == (tp("foo", 2),)
     assign = r.last(InvokeOnAssign)
     assert assign.partitions == (tp("foo", 2),)
     r.handle(AssignmentApplied(apply.request_id))
@@ -92,6 +92,8 @@ def test_revoke_then_assign_in_the_documented_order() -> None:
     assert ack.request.topic_partitions is not None
     assert ack.request.topic_partitions[0].partitions == (1, 2)
     assert r.member.state is S.STABLE
+    r.handle(CommittedOffsetsFetched(fetch.request_id, {tp("foo", 2): 99}))
+    assert r.last(StartFetching) == StartFetching(apply.start_request_id, {tp("foo", 2): 99})
 
 
 def test_on_assign_is_invoked_even_when_nothing_is_added() -> None:
