@@ -344,6 +344,9 @@ class Consumer(RecordMethods, DataPlaneMethods):
         if self._closed:
             raise ConsumerClosedError("the consumer is closed")
 
+    def _seek_waiting(self, partition: KafkaTopicPartition) -> bool:
+        return self._server.seek_waiting(partition)
+
     def _in_callback(self) -> bool:
         """Whether an assignment call comes from a rebalance callback (False: manual)."""
         self._check_open()

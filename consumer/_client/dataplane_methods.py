@@ -35,9 +35,16 @@ class DataPlaneMethods:
         self._dataplane.resume(partitions)
 
     def seek(self, partition: KafkaTopicPartition) -> None:
-        """Move the fetch position of an owned partition."""
+        """Move the fetch position of an owned partition (one of the group's new partitions
+        that still waits for its start offset starts at the sought one)."""
         self._check_open()
-        self._dataplane.seek(partition)
+        if not self._seek_waiting(partition):
+            self._dataplane.seek(partition)
+
+    def _seek_waiting(self, partition: KafkaTopicPartition) -> bool:
+        """Start a partition that waits for its start offset at ``partition.offset`` (True),
+        or leave the seek to the data plane (False)."""
+        return False
 
     def get_watermark_offsets(
         self, partition: KafkaTopicPartition, timeout: float | None = -1, cached: bool = False

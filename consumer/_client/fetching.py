@@ -62,6 +62,22 @@ class FetchChanges:
             if tp.offset >= 0 or tp.offset in (OFFSET_BEGINNING, OFFSET_END):
                 overrides[(tp.topic, tp.partition)] = tp.offset
 
+    def seek_waiting(self, partition: KafkaTopicPartition) -> bool:
+        """``seek()`` of a partition owned but not fetched yet (waiting for its committed or
+        reset offset): it starts at the sought offset now, and the lookup's answer no longer
+        moves it. False for any other partition or offset (the data plane's ``seek`` decides).
+        """
+        tp = TopicPartition(partition.topic, partition.partition)
+        key = (tp.topic, tp.partition)
+        offset = partition.offset
+        if key not in self.start_offsets.awaiting or tp not in self.owned:
+            return False
+        if offset < 0 and offset not in (OFFSET_BEGINNING, OFFSET_END):
+            return False
+        self.start_offsets.forget([tp])
+        self._start_fetching({key: offset})
+        return True
+
     def _stop_fetching(self, request_id: int, partitions: Iterable[TopicPartition]) -> None:
         partitions = tuple(partitions)
         # Read on the thread that receives records, right before fetching stops: the offsets

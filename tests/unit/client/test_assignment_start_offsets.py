@@ -202,3 +202,30 @@ def test_an_answer_to_an_older_lookup_starts_nothing() -> None:
     assert ("t", 1) not in rig.serve(StartFetching(FETCH, {T0: 1, T1: 7, T2: 5}))
     assert ("t", 1) not in rig.serve(StartFetching(LOOKUP, {T1: 7}))
     assert rig.serve(StartFetching(FETCH + 10, {T1: 8}))[("t", 1)] == 8
+
+
+@pytest.mark.parametrize("offset", [5, OFFSET_BEGINNING])
+def test_seek_starts_a_waiting_partition_there_and_its_answer_moves_it_no_more(
+    offset: int,
+) -> None:
+    """Between the ack and the start offsets' answer a new partition is owned but not fetched:
+    ``seek()`` decides its start (as on any owned partition), the late answer does not."""
+    rig = _Rig("earliest")
+    rig.serve(_apply(), InvokeOnAssign(1, (T0, T1, T2)))
+    assert rig.server.seek_waiting(KafkaTopicPartition("t", 1, offset))
+    assert rig.plane.starts == {("t", 1): offset}
+    assert rig.serve(FETCHED) == {("t", 0): 40, ("t", 1): offset}
+    assert rig.serve(StartFetching(LOOKUP, {T1: 7, T2: 5})) == {
+        ("t", 0): 40,
+        ("t", 1): offset,
+        ("t", 2): 5,
+    }
+
+
+def test_seek_leaves_other_partitions_and_stored_offsets_to_the_data_plane() -> None:
+    rig = _Rig("earliest")
+    rig.serve(_apply(), InvokeOnAssign(1, (T0, T1, T2)), FETCHED)
+    assert not rig.server.seek_waiting(KafkaTopicPartition("t", 0, 3))  # already fetching
+    assert not rig.server.seek_waiting(KafkaTopicPartition("t", 3, 3))  # not owned
+    assert not rig.server.seek_waiting(KafkaTopicPartition("t", 1, OFFSET_STORED))
+    assert rig.server.start_offsets.awaiting == {("t", 1): LOOKUP, ("t", 2): LOOKUP}
