@@ -72,6 +72,10 @@ __all__ = [  # the callback records are re-exported for the modules that import 
 _log = logging.getLogger("consumer")
 
 
+#: Group errors the member reports itself (fatal): the data plane's copies are dropped.
+_MEMBER_REPORTED_ERRORS = frozenset({KafkaError.GROUP_AUTHORIZATION_FAILED})
+
+
 @dataclass
 class AppThreadServer(FetchChanges):
     """Executes background events on the application thread (see the module docstring)."""
@@ -150,7 +154,16 @@ class AppThreadServer(FetchChanges):
         return [self._error_events.popleft() for _ in range(min(count, len(self._error_events)))]
 
     def add_error_event(self, event: Message) -> None:
-        """Queue an event of the data plane for ``poll()`` / ``consume()`` to return."""
+        """Queue an event of the data plane for ``poll()`` / ``consume()`` to return.
+
+        While a group member runs, the data plane's own copy of a group error it reports itself
+        is dropped: librdkafka's handle carries the ``group.id`` and looks the coordinator up
+        too, so its non-fatal GROUP_AUTHORIZATION_FAILED could race ahead of the member's fatal
+        one (seen once in CI under load).
+        """
+        error = event.error()
+        if self.subscribed and error is not None and error.code() in _MEMBER_REPORTED_ERRORS:
+            return
         self._error_events.append(event)
 
     def take_commit_result(self, token: int, timeout_s: float) -> bool:
