@@ -314,8 +314,8 @@ class BackgroundRuntime:
             return
         self._feed_app_poll()
         commands, deadline_ms = self._member.poll(self._clock_ms())
-        self._execute(commands)
         self._publish()
+        self._execute(commands)
         if self._stop_requested:
             return
         self._promise_quiet(deadline_ms)
@@ -335,8 +335,8 @@ class BackgroundRuntime:
         now_ms = self._clock_ms()
         self._metrics.input_received(event, now_ms)
         commands = self._member.handle(event, now_ms)
+        self._publish()  # the state change reaches the application before what it caused
         self._execute(commands)
-        self._publish()
 
     def _feed_app_poll(self) -> None:
         """Tell the member when the application last polled, before its timers run.
