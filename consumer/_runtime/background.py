@@ -1,4 +1,4 @@
-"""The background thread: one asyncio loop that runs a member and does its network I/O.
+"""The background runtime: a member and its network I/O, as one task on the process's loop.
 
 Each turn of the loop drains the application's events into the member, asks the member for due
 work (``Member.poll``), executes the commands (network requests become tasks whose answers are
@@ -9,13 +9,16 @@ a heartbeat over an open coordinator connection needs no task either: it is writ
 turn, and its answer, in the socket's read callback, is fed to the member and runs the next turn
 there (:mod:`consumer._runtime.heartbeat_path`).
 
-The member is touched by this thread only. The application reads the published ``state``,
+Every member of the process runs on one loop thread (:mod:`consumer._runtime.shared_loop`), each
+in a context of its own (its logger, the tasks it owns). The member is touched by that thread
+only. The application reads the published ``state``,
 ``member_epoch`` and ``member_id`` (:class:`~consumer._runtime.publishing.MemberPublisher`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import math
 import random
 import threading
@@ -44,6 +47,7 @@ from consumer._runtime.loop_wakeup import LoopWakeup
 from consumer._runtime.metrics import MetricsRecorder
 from consumer._runtime.publishing import MemberPublisher
 from consumer._runtime.retry import reconnect_policy
+from consumer._runtime.shared_loop import LoopThread, TaskOwner, acquire_loop, owned_tasks
 from consumer.member import (
     JOIN_EPOCH,
     AppPolled,
@@ -74,7 +78,7 @@ _QUIET_STATES = frozenset({MemberState.STABLE, MemberState.UNSUBSCRIBED})
 
 
 class BackgroundRuntime:
-    """Owns the background thread, its event loop, the cluster client and the member."""
+    """Owns a member, its cluster client, and its task on the shared loop."""
 
     def __init__(
         self,
@@ -102,7 +106,9 @@ class BackgroundRuntime:
         self._to_background = to_background
         self._to_application = to_application
         self._clock_ms = clock_ms
-        self._thread: threading.Thread | None = None
+        self._loop_thread: LoopThread | None = None
+        self._owner: TaskOwner | None = None
+        self._context = contextvars.copy_context()
         self._started = threading.Event()
         self._finished = threading.Event()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -153,13 +159,14 @@ class BackgroundRuntime:
         return self._finished.is_set()
 
     def start(self) -> None:
-        """Start the thread and wait until its loop accepts events."""
-        if self._thread is not None:
+        """Start the member's task on the process's loop and wait until it accepts events."""
+        if self._loop_thread is not None:
             return
-        self._thread = threading.Thread(
-            target=self._thread_main, name="kafka-group-member", daemon=True
-        )
-        self._thread.start()
+        self._loop_thread = shared = acquire_loop()
+        context = self._context
+        context.run(log_to, self._cluster_settings.logger)  # the member's tasks inherit it
+        self._owner = owned_tasks(context)
+        shared.loop.call_soon_threadsafe(self._launch, context=context)
         self._started.wait()
 
     def metrics(self) -> dict[str, float]:
@@ -171,30 +178,45 @@ class BackgroundRuntime:
         return self._finished.wait(timeout_s)
 
     def stop(self, timeout_s: float) -> None:
-        """Ask the loop to stop and wait for the thread to end (at most ``timeout_s``)."""
-        if self._thread is None:
+        """Ask the member's task to stop and wait for it to end (at most ``timeout_s``)."""
+        if self._loop_thread is None:
             return
         self._to_background.put(StopLoop())
-        self._thread.join(timeout_s)
+        self._finished.wait(timeout_s)
 
-    # --- the thread ---------------------------------------------------------------------------
+    # --- the member's task --------------------------------------------------------------------
 
-    def _thread_main(self) -> None:
-        log_to(self._cluster_settings.logger)  # this thread's context; the loop's tasks inherit it
+    def _launch(self) -> None:
+        """On the loop, in the member's context: start its task."""
+        asyncio.get_running_loop().create_task(self._run())
+
+    async def _run(self) -> None:
         try:
-            asyncio.run(self._main())
+            await self._main()
         except BaseException as exc:  # noqa: BLE001 - reported to the application, never lost
             self.failure = exc
             _log.exception("the background loop of the consumer died")
             self._to_application.put(RuntimeFailed(exc))
         finally:
+            await self._cancel_left()
             self._finished.set()
             self._started.set()
+            assert self._loop_thread is not None
+            self._loop_thread.release()
+
+    async def _cancel_left(self) -> None:
+        """Cancel what the member's tasks left running (``asyncio.run`` did, per thread)."""
+        assert self._owner is not None
+        left = self._owner.tasks - {asyncio.current_task()}
+        for task in left:
+            task.cancel()
+        if left:
+            await asyncio.gather(*left, return_exceptions=True)
 
     async def _main(self) -> None:
         self._loop = loop = asyncio.get_running_loop()
         self._stopped = loop.create_future()
-        wakeup = LoopWakeup(loop, self._turn)
+        wakeup = LoopWakeup(loop, self._turn, self._context)
         self._wakeup = wakeup
         self._to_background.attach(self._loop, wakeup)
         settings = self._cluster_settings
@@ -292,8 +314,8 @@ class BackgroundRuntime:
             return
         self._feed_app_poll()
         commands, deadline_ms = self._member.poll(self._clock_ms())
-        self._execute(commands)
         self._publish()
+        self._execute(commands)
         if self._stop_requested:
             return
         self._promise_quiet(deadline_ms)
@@ -313,8 +335,8 @@ class BackgroundRuntime:
         now_ms = self._clock_ms()
         self._metrics.input_received(event, now_ms)
         commands = self._member.handle(event, now_ms)
+        self._publish()  # the state change reaches the application before what it caused
         self._execute(commands)
-        self._publish()
 
     def _feed_app_poll(self) -> None:
         """Tell the member when the application last polled, before its timers run.

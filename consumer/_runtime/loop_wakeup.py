@@ -11,6 +11,7 @@ its CPU on that machinery). A heartbeat's answer may run the turn itself, right 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 
 __all__ = ["LoopWakeup"]
@@ -24,11 +25,19 @@ class LoopWakeup:
     during a turn, after its :meth:`clear`, makes the next turn run right after it.
     """
 
-    __slots__ = ("_closed", "_loop", "_soon", "_timer", "_turn")
+    __slots__ = ("_closed", "_context", "_loop", "_soon", "_timer", "_turn")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, turn: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        turn: Callable[[], None],
+        context: contextvars.Context | None = None,
+    ) -> None:
         self._loop = loop
         self._turn = turn
+        #: Where the turn runs (the member's context, whichever thread woke it); None: the
+        #: context current at each scheduling.
+        self._context = context
         self._soon: asyncio.Handle | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._closed = False
@@ -41,7 +50,7 @@ class LoopWakeup:
     def set(self) -> None:
         """Run the turn soon (once, however often this is called before it runs)."""
         if self._soon is None and not self._closed:
-            self._soon = self._loop.call_soon(self._woken)
+            self._soon = self._loop.call_soon(self._woken, context=self._context)
 
     def clear(self) -> None:
         """A turn starts: forget the runs scheduled for it (timer and wake-up)."""
@@ -60,7 +69,7 @@ class LoopWakeup:
         if timeout_s <= 0:
             self.set()
             return
-        self._timer = self._loop.call_later(timeout_s, self._timer_fired)
+        self._timer = self._loop.call_later(timeout_s, self._timer_fired, context=self._context)
 
     def close(self) -> None:
         """Run no more turns."""

@@ -19,6 +19,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from consumer import Consumer
+from consumer._runtime.background import BackgroundRuntime
 from consumer._runtime.group_requests import GroupRequests
 from consumer.member import CoordinatorChanged, SendHeartbeat
 from tests.support import holds_for, wait_until
@@ -91,8 +92,11 @@ def found(traffic: GroupTraffic) -> bool:
     )
 
 
-def runtime_threads() -> set[threading.Thread]:
-    return {t for t in threading.enumerate() if t.name == "kafka-group-member" and t.is_alive()}
+def member_runtime(consumer: Consumer) -> BackgroundRuntime:
+    """The consumer's member runtime (its task on the process's shared loop)."""
+    runtime = consumer._runtime  # noqa: SLF001
+    assert isinstance(runtime, BackgroundRuntime), "started when the consumer was built"
+    return runtime
 
 
 @pytest.mark.timeout(120)
@@ -141,19 +145,18 @@ def test_the_coordinator_is_found_before_subscribe_and_the_join_needs_no_lookup(
 
 
 @pytest.mark.timeout(120)
-def test_a_consumer_closed_without_subscribing_sends_no_heartbeat_and_leaves_no_thread(
+def test_a_consumer_closed_without_subscribing_sends_no_heartbeat_and_leaves_no_task(
     kafka_bootstrap: str, unique_name: Callable[[str], str], traffic: GroupTraffic
 ) -> None:
-    before = runtime_threads()
     consumer = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": unique_name("group")})
-    (thread,) = runtime_threads() - before
+    runtime = member_runtime(consumer)
     wait_until(lambda: found(traffic), 30.0, "the coordinator lookup")
     assert consumer.poll(0.2) is None
     started = time.monotonic()
     consumer.close()
     closed_s = time.monotonic() - started
     assert closed_s < QUICK_CLOSE_S, f"close() took {closed_s:.2f} s"
-    assert not thread.is_alive(), "the runtime's thread ended with close()"
+    assert runtime.finished, "the runtime's task ended with close()"
     assert traffic.of("heartbeat") == [], f"no heartbeat, not even a leave: {traffic.kinds()}"
 
 
@@ -170,9 +173,8 @@ def test_manual_assignment_commits_without_a_heartbeat(
         "group.id": unique_name("group"),
         "enable.auto.commit": False,
     }
-    before = runtime_threads()
     consumer = Consumer(config)
-    (thread,) = runtime_threads() - before
+    runtime = member_runtime(consumer)
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         result = consumer.commit(offsets=[TopicPartition(topic, 0, 7)], asynchronous=False)
@@ -183,5 +185,5 @@ def test_manual_assignment_commits_without_a_heartbeat(
         assert consumer.state == "UNSUBSCRIBED"
     finally:
         consumer.close()
-    assert not thread.is_alive()
+    assert runtime.finished
     assert traffic.of("heartbeat") == [], f"manual assignment is no membership: {traffic.kinds()}"

@@ -7,12 +7,19 @@ from __future__ import annotations
 import pytest
 
 from consumer._bridge.last_poll import LastPoll, monotonic_ms
-from consumer._bridge.messages import AppEvent, FetchCommitted, StopLoop, ToAppEvent
+from consumer._bridge.messages import AppEvent, FetchCommitted, StateChanged, StopLoop, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
 from consumer._bridge.settings import ClusterSettings
 from consumer._runtime import BackgroundRuntime
 from consumer.errors import KafkaConnectionError
-from consumer.member import MemberConfig, MemberState, TopicPartition
+from consumer.member import (
+    ApplyAssignment,
+    AppPolled,
+    Member,
+    MemberConfig,
+    MemberState,
+    TopicPartition,
+)
 
 #: Nothing listens there; the tests never let a request reach it.
 _NOWHERE = ClusterSettings("127.0.0.1:9", "test-client", connect_timeout_ms=1_000)
@@ -65,3 +72,33 @@ def test_the_runtime_publishes_the_member_state_for_the_application() -> None:
     assert runtime.state is MemberState.UNSUBSCRIBED
     assert runtime.member_epoch == 0
     assert not runtime.finished
+
+
+class _MovingMember:
+    """Stands in for the member: its answer to one input moves it to RECONCILE_ASSIGNMENT and
+    asks the application to apply an assignment."""
+
+    def __init__(self, member: Member) -> None:
+        self._member = member
+        self.state = member.state
+        self.member_epoch = member.member_epoch
+        self.member_id = member.member_id
+        self.config = member.config
+
+    def handle(self, _event: object, _now_ms: int) -> list[ApplyAssignment]:
+        self.state = MemberState.RECONCILE_ASSIGNMENT
+        added = (TopicPartition("t", 0),)
+        return [ApplyAssignment(7, assigned=added, added=added, removed=())]
+
+
+def test_a_state_change_reaches_the_application_before_the_commands_it_came_with() -> None:
+    to_background: ToBackground[AppEvent] = ToBackground()
+    to_application: ToApplication[ToAppEvent] = ToApplication()
+    runtime = BackgroundRuntime(
+        MemberConfig(group_id="g"), _NOWHERE, to_background, to_application, last_poll=LastPoll()
+    )
+    runtime._member = _MovingMember(runtime._member)  # type: ignore[assignment]
+    runtime._requests = None  # type: ignore[assignment]  # not started: no request is sent here
+    runtime._feed(AppPolled())  # any input: the stand-in answers every one alike
+    queued = [type(event) for event in iter(to_application.pop, None)]
+    assert queued == [StateChanged, ApplyAssignment], "on_state_change before on_assign's work"
