@@ -36,6 +36,7 @@ def test_the_first_assignment_sends_one_metadata_request_of_its_topic(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     topic = create_topic(partitions=12)
+    _join_once(kafka_bootstrap, topic, unique_name("warm-up"))
     lock = threading.Lock()
     topic_requests: list[list[str] | list[uuid.UUID]] = []
     id_lookups: list[FetchMetadata] = []
@@ -65,23 +66,7 @@ def test_the_first_assignment_sends_one_metadata_request_of_its_topic(
             sent_before_callback.append(list(topic_requests))
         assigned.append(partitions)
 
-    consumer = Consumer(
-        {
-            "bootstrap.servers": kafka_bootstrap,
-            "group.id": unique_name("group"),
-            "auto.offset.reset": "earliest",
-        }
-    )
-    try:
-        consumer.subscribe([topic], on_assign=on_assign)
-
-        def polled_until_assigned() -> bool:
-            consumer.poll(0.1)
-            return bool(assigned)
-
-        wait_until(polled_until_assigned, 30.0, "on_assign after subscribe()")
-    finally:
-        consumer.close()
+    _join_once(kafka_bootstrap, topic, unique_name("group"), on_assign)
     assert sorted(tp.partition for tp in assigned[0]) == list(range(12))
     with lock:
         assert id_lookups, (
@@ -91,3 +76,37 @@ def test_the_first_assignment_sends_one_metadata_request_of_its_topic(
         assert sent_before_callback[0] == [[topic]], (
             f"one Metadata request of the topic, by name, before on_assign: {sent_before_callback}"
         )
+
+
+def _join_once(
+    bootstrap: str,
+    topic: str,
+    group_id: str,
+    on_assign: Callable[[Any, list[TopicPartition]], None] | None = None,
+) -> None:
+    """Join ``group_id`` alone, wait for the first ``on_assign``, close.
+
+    A topic created a moment ago may still be missing from the coordinator's view, so the join
+    answer of a group on it can come without partitions: a first group on the topic (a warm-up)
+    makes sure the measured join's answer carries them.
+    """
+    assigned: list[list[TopicPartition]] = []
+
+    def record(consumer: Any, partitions: list[TopicPartition]) -> None:
+        if on_assign is not None:
+            on_assign(consumer, partitions)
+        assigned.append(partitions)
+
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group_id, "auto.offset.reset": "earliest"}
+    )
+    try:
+        consumer.subscribe([topic], on_assign=record)
+
+        def polled_until_assigned() -> bool:
+            consumer.poll(0.1)
+            return bool(assigned)
+
+        wait_until(polled_until_assigned, 30.0, f"on_assign in group {group_id}")
+    finally:
+        consumer.close()
