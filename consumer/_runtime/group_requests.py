@@ -7,6 +7,7 @@ become inputs the member knows how to handle: retry, rediscover, fence or fail).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Callable, Mapping
 from typing import TypeVar
@@ -81,6 +82,9 @@ class GroupRequests:
         self._start_offsets = StartOffsetLister(cluster, request_timeout_ms)
         #: An idle member's equal heartbeats reuse one kio request.
         self._heartbeats = HeartbeatRequestBuilder()
+        #: The answer of the lookup by name in flight (:meth:`resolve_names`; None for a failed
+        #: one): a lookup by id meanwhile waits for it instead of sending a second request.
+        self._names_in_flight: asyncio.Future[ClusterMetadata | None] | None = None
 
     @property
     def topic_ids(self) -> Mapping[str, uuid.UUID]:
@@ -162,7 +166,21 @@ class GroupRequests:
         return CoordinatorChanged(location.node_id)
 
     async def metadata(self, command: FetchMetadata) -> MetadataResolved:
-        """Resolve topic ids to names (ids the cluster does not know are left out)."""
+        """Resolve topic ids to names (ids the cluster does not know are left out).
+
+        While a lookup by name (:meth:`resolve_names`) is in flight, its answer is awaited
+        first and used when it names every id asked for: a join heartbeat's answer (the first
+        assignment) arrives before it on the same connection, and a second Metadata request of
+        the same topics would cost the broker and this process another parse of every partition.
+        """
+        in_flight = self._names_in_flight
+        if in_flight is not None:
+            # Shielded: cancelling this task must not cancel the answer resolve_names sets.
+            snapshot = await asyncio.shield(in_flight)
+            if snapshot is not None:
+                names = snapshot.topic_names_by_id()
+                if all(topic_id in names for topic_id in command.topic_ids):
+                    return MetadataResolved(dict(names))
         try:
             snapshot = await self._cluster.metadata(list(command.topic_ids))
         except ConsumerError:
@@ -176,12 +194,24 @@ class GroupRequests:
         Sent next to a join heartbeat: the answer that brings the first partitions then needs no
         Metadata round trip (one of 900 partitions costs tens of ms to parse on a busy machine)
         before the committed offsets are fetched. librdkafka has them from its own metadata.
+        A lookup by id (:meth:`metadata`) asked for meanwhile waits for this answer.
         """
+        answered: asyncio.Future[ClusterMetadata | None] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self._names_in_flight = answered
+        snapshot: ClusterMetadata | None = None
         try:
             snapshot = await self._cluster.metadata(list(topic_names))
+            self._learn(snapshot)
         except ConsumerError:
-            return MetadataResolved({})  # the assignment path asks by id, as before
-        self._learn(snapshot)
+            snapshot = None  # the assignment path asks by id, as before
+        finally:  # also when cancelled: nobody may wait for it forever
+            if self._names_in_flight is answered:
+                self._names_in_flight = None
+            answered.set_result(snapshot)
+        if snapshot is None:
+            return MetadataResolved({})
         return MetadataResolved(dict(snapshot.topic_names_by_id()))
 
     def _learn(self, snapshot: ClusterMetadata) -> None:
