@@ -19,6 +19,8 @@ from benchmarks.throughput_report import throughput_headline, throughput_section
 MB_TARGET = 20.0
 CPU_TARGET = 1.0
 ACK_P99_TARGET_MS = 50.0
+#: An idle member's CPU at most this many times confluent-kafka's KIP-848 consumer's (issue #17).
+IDLE_CPU_RATIO_TARGET = 2.0
 
 
 # --- plots ------------------------------------------------------------------------------------
@@ -155,6 +157,15 @@ def _headline(results: dict[str, dict[str, Any]]) -> list[str]:
                     f"{CPU_TARGET:.0f} % core | {rss:.1f} MB, {cpu:.2f} % | "
                     f"{_verdict(rss <= MB_TARGET and cpu <= CPU_TARGET)} |"
                 )
+                theirs = data["stats"].get(f"confluent-848/{n}")
+                if theirs is not None and theirs["cpu_pct_per_member"]["median"] > 0:
+                    ratio = cpu / theirs["cpu_pct_per_member"]["median"]
+                    ok = ratio <= IDLE_CPU_RATIO_TARGET
+                    gap = "" if ok else f" (over by {ratio - IDLE_CPU_RATIO_TARGET:.2f})"
+                    rows.append(
+                        f"| idle member CPU {broker}, N={n}, ours / confluent-848 | "
+                        f"≤ {IDLE_CPU_RATIO_TARGET:.1f} | {ratio:.2f}{gap} | {_verdict(ok)} |"
+                    )
     if "share" in results:
         rows += share_headline(results["share"])
     if "aio_throughput" in results:

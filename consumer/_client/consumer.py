@@ -104,7 +104,11 @@ class Consumer(RecordMethods, DataPlaneMethods):
         # Java's and librdkafka's consumers do once built with a group id: subscribe()'s join
         # heartbeat then goes out at once. Nothing here waits for the network; the member
         # sends no heartbeat before subscribe() (docs/concepts/architecture.md).
-        self._ensure_runtime()
+        try:
+            self._ensure_runtime()
+        except BaseException:  # e.g. built on the members' loop thread: release librdkafka
+            self._dataplane.close()
+            raise
 
     # --- extras beyond confluent-kafka ----------------------------------------------------------
 
@@ -332,8 +336,8 @@ class Consumer(RecordMethods, DataPlaneMethods):
             member_events=self._server.callbacks.member_events,
             quiet=self._quiet,
         )
-        self._runtime = runtime
         runtime.start()
+        self._runtime = runtime
         return runtime
 
     def _enter_poll(self, method: str = "poll") -> None:

@@ -129,10 +129,19 @@ _current: LoopThread | None = None
 
 def acquire_loop() -> LoopThread:
     """The process's loop thread, started if none runs; the caller must :meth:`~LoopThread.
-    release` it once."""
+    release` it once.
+
+    Raises ``RuntimeError`` on the loop thread itself (a ``logger`` handler or anything else the
+    members' loop runs): a member started there would wait for its own thread forever.
+    """
     global _current
     with _lock:
         current = _current
+        if current is not None and threading.current_thread() is current.thread:
+            raise RuntimeError(
+                f"a consumer cannot be created on the {THREAD_NAME!r} thread, which runs every "
+                "member's loop (from a logger handler, say): create it on another thread"
+            )
         if current is None:
             current = _current = LoopThread()
             current.start()

@@ -67,13 +67,21 @@ def _rig() -> tuple[GroupRequests, _Cluster]:
     return GroupRequests(cluster, "g", request_timeout_ms=1_000), cluster  # type: ignore[arg-type]
 
 
+async def _id_lookup_during_name_lookup(
+    *ids: uuid.UUID,
+) -> tuple[GroupRequests, _Cluster, asyncio.Task[MetadataResolved], asyncio.Task[MetadataResolved]]:
+    """The join's lookup of "orders" by name in flight, then a lookup of ``ids`` by id."""
+    requests, cluster = _rig()
+    by_name = asyncio.create_task(requests.resolve_names(("orders",)))
+    await _settle()
+    by_id = asyncio.create_task(requests.metadata(FetchMetadata(ids)))
+    await _settle()
+    return requests, cluster, by_name, by_id
+
+
 def test_an_id_lookup_during_the_name_lookup_uses_its_answer_and_sends_nothing() -> None:
     async def scenario() -> None:
-        requests, cluster = _rig()
-        by_name = asyncio.create_task(requests.resolve_names(("orders",)))
-        await _settle()
-        by_id = asyncio.create_task(requests.metadata(FetchMetadata((ORDERS_ID,))))
-        await _settle()
+        requests, cluster, by_name, by_id = await _id_lookup_during_name_lookup(ORDERS_ID)
         assert cluster.asked == [["orders"]]  # the id lookup waits, it sent nothing
         assert not by_id.done()
         cluster.answer(0, _snapshot(ORDERS_ID))
@@ -87,11 +95,7 @@ def test_an_id_lookup_during_the_name_lookup_uses_its_answer_and_sends_nothing()
 
 def test_an_id_the_name_lookup_did_not_name_is_asked_for_after_it() -> None:
     async def scenario() -> None:
-        requests, cluster = _rig()
-        by_name = asyncio.create_task(requests.resolve_names(("orders",)))
-        await _settle()
-        by_id = asyncio.create_task(requests.metadata(FetchMetadata((ORDERS_ID, AUDIT_ID))))
-        await _settle()
+        requests, cluster, by_name, by_id = await _id_lookup_during_name_lookup(ORDERS_ID, AUDIT_ID)
         cluster.answer(0, _snapshot(ORDERS_ID))
         await _settle()
         assert cluster.asked == [["orders"], [ORDERS_ID, AUDIT_ID]]
@@ -104,11 +108,7 @@ def test_an_id_the_name_lookup_did_not_name_is_asked_for_after_it() -> None:
 
 def test_a_failed_name_lookup_lets_the_id_lookup_ask_by_id() -> None:
     async def scenario() -> None:
-        requests, cluster = _rig()
-        by_name = asyncio.create_task(requests.resolve_names(("orders",)))
-        await _settle()
-        by_id = asyncio.create_task(requests.metadata(FetchMetadata((ORDERS_ID,))))
-        await _settle()
+        requests, cluster, by_name, by_id = await _id_lookup_during_name_lookup(ORDERS_ID)
         cluster.answer(0, KafkaConnectionError("connection lost"))
         assert await by_name == MetadataResolved({})
         await _settle()
@@ -137,11 +137,7 @@ def test_without_a_name_lookup_in_flight_an_id_lookup_asks_by_id() -> None:
 
 def test_a_cancelled_id_lookup_leaves_the_name_lookup_running() -> None:
     async def scenario() -> None:
-        requests, cluster = _rig()
-        by_name = asyncio.create_task(requests.resolve_names(("orders",)))
-        await _settle()
-        by_id = asyncio.create_task(requests.metadata(FetchMetadata((ORDERS_ID,))))
-        await _settle()
+        requests, cluster, by_name, by_id = await _id_lookup_during_name_lookup(ORDERS_ID)
         by_id.cancel()
         with pytest.raises(asyncio.CancelledError):
             await by_id
@@ -153,11 +149,7 @@ def test_a_cancelled_id_lookup_leaves_the_name_lookup_running() -> None:
 
 def test_a_cancelled_name_lookup_releases_the_id_lookup_which_asks_by_id() -> None:
     async def scenario() -> None:
-        requests, cluster = _rig()
-        by_name = asyncio.create_task(requests.resolve_names(("orders",)))
-        await _settle()
-        by_id = asyncio.create_task(requests.metadata(FetchMetadata((ORDERS_ID,))))
-        await _settle()
+        requests, cluster, by_name, by_id = await _id_lookup_during_name_lookup(ORDERS_ID)
         by_name.cancel()
         with pytest.raises(asyncio.CancelledError):
             await by_name

@@ -206,3 +206,28 @@ def test_a_forked_child_starts_a_loop_thread_of_its_own(members: list[_Member]) 
         os.waitpid(pid, 0)
     assert answer == b"1", "the child ran a loop thread of its own and ended it"
     assert parent_thread.thread.is_alive()
+
+
+def test_a_consumer_built_on_the_loop_thread_is_refused(members: list[_Member]) -> None:
+    """A consumer built on the loop thread (from a logger handler, say) would wait for its own
+    thread forever: it gets a clear error instead, and the loop goes on."""
+    from consumer import Consumer
+
+    member = _started(members)
+    outcome: list[BaseException | None] = []
+    done = threading.Event()
+
+    def build() -> None:
+        try:
+            Consumer({"bootstrap.servers": _NOWHERE, "group.id": "g"}).close()
+            outcome.append(None)
+        except BaseException as exc:  # noqa: BLE001 - the test inspects it
+            outcome.append(exc)
+        done.set()
+
+    member.loop_thread.loop.call_soon_threadsafe(build)
+    assert done.wait(_WAIT_S), "the loop thread hung building a consumer"
+    assert isinstance(outcome[0], RuntimeError)
+    assert THREAD_NAME in str(outcome[0])
+    assert member.loop_thread.users == 1  # the refused consumer did not take a share of it
+    assert member.runtime.running
