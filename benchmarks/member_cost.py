@@ -1,7 +1,7 @@
 """Cost per member: RSS and CPU of N idle members in one process, and a core microbenchmark.
 
 Idle members (one partition each, no records) only heartbeat. Each configuration runs in a
-fresh child process (``benchmarks._cost_proc``), measured with psutil over a steady-state
+fresh child process (``benchmarks._cost_proc``), measured over a steady-state
 window after the group settled; a child with 0 members (the imports only) is the baseline.
 Per member = (process - baseline) / N. confluent-kafka's KIP-848 consumer is measured the same
 way for context.

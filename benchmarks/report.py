@@ -217,8 +217,10 @@ def _cost(payload: dict[str, Any], out: Path) -> list[str]:
         "## 4. Cost per member",
         "",
         "N idle members (one partition each, no records: heartbeats only) in one fresh process, "
-        "each polled by its own thread with `poll(1.0)`; RSS and CPU (user + system) measured "
-        f"with psutil over a {result['window_s']:.0f} s window after the group settled. Per "
+        "each polled by its own thread with `poll(1.0)`; RSS (psutil) and process CPU (user + "
+        "system, `time.process_time()`, nanosecond resolution; runs before session 14 used "
+        f"psutil's 10 ms ticks) over a {result['window_s']:.0f} s window after the group "
+        "settled. Per "
         "member = (process − a 0-member baseline process) / N; CPU in % of one core. "
         "confluent-kafka's KIP-848 consumer measured the same way for context. Targets (ours): "
         "≤ 20 MB and ≤ 1 % of a core per idle member.",
