@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from confluent_kafka import KafkaError, Message
+from confluent_kafka import OFFSET_INVALID, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._client.errors import ConsumerKafkaException, kafka_exception
@@ -47,6 +47,21 @@ def offsets_named(
     if not chosen:
         raise commit_failed(KafkaError._NO_OFFSET)
     return chosen
+
+
+def offsets_reported(
+    chosen: Mapping[TopicPartition, int],
+    assigned: Collection[TopicPartition],
+    *,
+    everything: bool,
+) -> dict[TopicPartition, int]:
+    """The partitions a commit's result names: ``chosen``, and for a ``commit()`` of the
+    consumed offsets (``everything``) also every other assigned partition, at
+    ``OFFSET_INVALID`` (nothing consumed there, so nothing committed), as librdkafka reports a
+    commit of its current assignment."""
+    if not everything:
+        return dict(chosen)
+    return {**dict.fromkeys(assigned, OFFSET_INVALID), **chosen}
 
 
 def commit_failed(code: int) -> ConsumerKafkaException:

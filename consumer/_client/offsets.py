@@ -26,6 +26,7 @@ from consumer._client.commits import (
     commit_outcome,
     nothing_to_commit,
     offsets_named,
+    offsets_reported,
     refuse_foreign,
     sync_commit_timeout_ms,
 )
@@ -169,14 +170,14 @@ class OffsetBook:
         timeout_ms = sync_commit_timeout_ms(
             self._config.max_poll_interval_ms, last_poll_report_ms, monotonic_ms()
         )
-        token, chosen = self.request_commit(
+        token, reported = self.request_commit(
             server, message, offsets, timeout_ms, start_runtime, on_result
         )
         timeout_s = timeout_ms / 1000
         if not server.take_commit_result(token, timeout_s + COMMIT_REPORT_GRACE_S):
             server.commit_waiters.pop(token, None)
             raise kafka_exception(KafkaError._TIMED_OUT, f"commit timed out after {timeout_s} s")
-        error, partitions = commit_outcome(chosen, outcome[0])
+        error, partitions = commit_outcome(reported, outcome[0])
         if error is not None:
             raise commit_failed(error.code())
         return partitions
@@ -191,20 +192,23 @@ class OffsetBook:
         on_result: Callable[[dict[TopicPartition, int], ReportCommitResult], None],
     ) -> tuple[int, dict[TopicPartition, int]]:
         """Check and send one commit (retried for ``timeout_ms``; ``None``: as an async one);
-        ``on_result(offsets, result)`` runs when it is served. Returns its token and offsets.
+        ``on_result(offsets, result)`` runs when it is served. Returns its token and the offsets
+        its result names (:func:`~consumer._client.commits.offsets_reported`).
         ``start_runtime`` starts the background runtime if needed (see :meth:`commit`)."""
         everything = message is None and offsets is None
         # Inside on_revoke the revoked partitions are still assigned (fetching has stopped):
         # their consumed offsets are committed too, as confluent-kafka's commit() does there.
-        consumed = self.consumed(server.assigned(), server.positions) if everything else {}
+        assigned = server.assigned()
+        consumed = self.consumed(assigned, server.positions) if everything else {}
         chosen = offsets_named(message, offsets, consumed)
         if server.subscribed:
-            refuse_foreign(chosen, server.assigned())
+            refuse_foreign(chosen, assigned)
         start_runtime()
         token = next(self._tokens)
-        server.commit_waiters[token] = CommitWaiter(chosen, functools.partial(on_result, chosen))
+        reported = offsets_reported(chosen, assigned, everything=everything)
+        server.commit_waiters[token] = CommitWaiter(chosen, functools.partial(on_result, reported))
         self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
-        return token, chosen
+        return token, reported
 
     def committed(
         self,

@@ -236,7 +236,7 @@ class AsyncConsumer:
         def on_result(_offsets: dict[TopicPartition, int], result: ReportCommitResult) -> None:
             results.append(result)
 
-        token, chosen = parts.offsets.request_commit(
+        token, reported = parts.offsets.request_commit(
             parts.server, message, offsets, timeout_ms, parts.ensure_runtime, on_result
         )
         deadline = time.monotonic() + timeout_ms / 1000 + COMMIT_REPORT_GRACE_S
@@ -253,7 +253,7 @@ class AsyncConsumer:
                 await self._wakeup.wait(remaining)
         finally:
             parts.server.commit_waiters.pop(token, None)
-        error, partitions = commit_outcome(chosen, results[0])
+        error, partitions = commit_outcome(reported, results[0])
         if error is not None:
             raise ConsumerKafkaException(error)
         return partitions

@@ -35,6 +35,7 @@ from consumer._client.closing import close_budget_s, close_option
 from consumer._client.commits import (
     commit_failed,
     commit_outcome,
+    offsets_reported,
     refuse_foreign,
     sync_commit_timeout_ms,
 )
@@ -325,11 +326,12 @@ class FakeConsumer(FetchControl):
             refuse_foreign(chosen, server.assigned())
         runtime = self._ensure_runtime()  # without a subscription: a non-member commit
         outcome: list[ReportCommitResult] = []
+        reported = offsets_reported(chosen, server.assigned(), everything=everything)
 
         def on_result(result: ReportCommitResult) -> None:
             outcome.append(result)
             if asynchronous and on_commit is not None:
-                error, partitions = commit_outcome(chosen, result)
+                error, partitions = commit_outcome(reported, result)
                 on_commit(error, partitions)
 
         server.commit_waiters[token] = CommitWaiter(chosen, on_result)
@@ -350,7 +352,7 @@ class FakeConsumer(FetchControl):
                 KafkaError._TIMED_OUT, f"commit timed out after {timeout_ms / 1000} s"
             )
         runtime.reported_tokens.discard(token)
-        error, partitions = commit_outcome(chosen, outcome[0])
+        error, partitions = commit_outcome(reported, outcome[0])
         if error is not None:
             raise commit_failed(error.code())
         return partitions

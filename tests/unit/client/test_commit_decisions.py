@@ -4,12 +4,13 @@ may not commit, how long a synchronous call waits, and how the answer is reporte
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import OFFSET_INVALID, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._client.commits import (
     commit_outcome,
     offsets_named,
+    offsets_reported,
     refuse_foreign,
     sync_commit_timeout_ms,
 )
@@ -67,3 +68,17 @@ def test_logical_offsets_are_never_committed() -> None:
     with pytest.raises(KafkaException) as raised:
         offsets_named(None, [KafkaTopicPartition("t", 0, -1001)], {})
     assert raised.value.args[0].code() == KafkaError._NO_OFFSET
+
+
+def test_a_commit_of_the_consumed_offsets_names_every_assigned_partition() -> None:
+    assigned = [FOO_0, FOO_1, TopicPartition("foo", 2)]
+    chosen = {FOO_1: 3}
+
+    # As librdkafka: the partitions without a position come back at OFFSET_INVALID.
+    assert offsets_reported(chosen, assigned, everything=True) == {
+        FOO_0: OFFSET_INVALID,
+        FOO_1: 3,
+        TopicPartition("foo", 2): OFFSET_INVALID,
+    }
+    # Offsets named by the call are reported as they are.
+    assert offsets_reported(chosen, assigned, everything=False) == {FOO_1: 3}
