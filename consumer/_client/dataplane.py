@@ -31,6 +31,7 @@ from confluent_kafka import (
 )
 
 from consumer._client.errors import kafka_exception
+from consumer._client.held import HeldRecords
 from consumer._client.librdkafka import assign_mode_consumer
 
 #: Logical start positions a reset policy maps to.
@@ -55,11 +56,9 @@ class DataPlane:
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         self._consumer = assign_mode_consumer(config)
-        #: librdkafka's ``poll(timeout_s)`` and ``consume(num_messages, timeout_s)``, bound once:
-        #: the fast paths of ``poll()`` and ``consume()`` call them directly (a Python call less
-        #: per record); their waits go through :meth:`poll` and :meth:`consume`.
-        self.raw_poll = self._consumer.poll
-        self.raw_consume = self._consumer.consume
+        #: Records taken in a batch for ``poll()`` and not handed out yet: every method below
+        #: that hands out records, reads positions or changes what is fetched accounts for them.
+        self.held = HeldRecords(self._consumer.consume)
         self._assigned: set[TopicPartitionKey] = set()
         self._topics_with_metadata: set[str] = set()
         self._closed = False
@@ -85,7 +84,9 @@ class DataPlane:
         self._resolve_logical([tp for tp in partitions if tp.offset in _LOGICAL_STARTS])
         if partitions:
             self._consumer.incremental_assign(partitions)
-            self._assigned.update((tp.topic, tp.partition) for tp in partitions)
+            for tp in partitions:
+                self._assigned.add((tp.topic, tp.partition))
+                self.held.note_start((tp.topic, tp.partition), tp.offset)
 
     def _resolve_logical(self, partitions: list[TopicPartition]) -> None:
         """Replace OFFSET_BEGINNING / OFFSET_END by the absolute offsets they stand for now.
@@ -141,36 +142,55 @@ class DataPlane:
         """Stop fetching these partitions; librdkafka drops what it had prefetched for them."""
         owned = [key for key in partitions if key in self._assigned]
         if owned:
+            self.held.drop(owned)
             self._consumer.incremental_unassign([TopicPartition(t, p) for t, p in owned])
             self._assigned.difference_update(owned)
 
     def poll(self, timeout_s: float) -> Message | None:
-        """One record or event from librdkafka, or ``None`` after ``timeout_s``."""
+        """The next held record, else one record or event from librdkafka, or ``None`` after
+        ``timeout_s`` (a wait takes one record: a batch would wait until it is full)."""
+        if len(self.held):
+            return self.held.take()
         return self._consumer.poll(timeout_s)
 
+    def take_now(self) -> Message | None:
+        """The next held record, else the first of a batch of what librdkafka holds now, or
+        ``None`` when it holds nothing (no wait)."""
+        return self.held.take_or_fetch()
+
     def consume(self, num_messages: int, timeout_s: float) -> list[Message]:
-        """Up to ``num_messages`` records, waiting at most ``timeout_s``."""
-        return self._consumer.consume(num_messages, timeout_s)
+        """Up to ``num_messages`` records, held ones first, waiting at most ``timeout_s``
+        (not at all when records were held)."""
+        if not len(self.held):
+            return self._consumer.consume(num_messages, timeout_s)
+        messages = self.held.take_up_to(num_messages)
+        if len(messages) < num_messages:
+            messages.extend(self._consumer.consume(num_messages - len(messages), 0))
+        return messages
 
     def positions(self, partitions: Iterable[TopicPartitionKey]) -> dict[TopicPartitionKey, int]:
         """Offset of the next record to return to the application, per partition (>= 0 only).
 
-        librdkafka advances a partition's position only when a record is handed to the
-        application, so these are exactly the offsets that are safe to commit.
+        librdkafka advances a partition's position when a record leaves it for the application;
+        records taken in a batch but still held are not the application's yet, so a partition
+        with held records is at the first of them. These are the offsets safe to commit.
         """
         keys = [key for key in partitions if key in self._assigned]
         if not keys:
             return {}
         result = self._consumer.position([TopicPartition(t, p) for t, p in keys])
-        return {(tp.topic, tp.partition): tp.offset for tp in result if tp.offset >= 0}
+        known = {(tp.topic, tp.partition): tp.offset for tp in result if tp.offset >= 0}
+        return self.held.lower(known, keys)
 
     def pause(self, partitions: Sequence[TopicPartition]) -> None:
-        """Stop returning records of these partitions until :meth:`resume`."""
+        """Stop returning records of these partitions until :meth:`resume` (held ones too)."""
         self._consumer.pause(list(partitions))
+        self.held.set_aside((tp.topic, tp.partition) for tp in partitions)
 
     def resume(self, partitions: Sequence[TopicPartition]) -> None:
-        """Resume partitions paused with :meth:`pause`."""
+        """Resume partitions paused with :meth:`pause`; their held records come first."""
         self._consumer.resume(list(partitions))
+        self.held.give_back((tp.topic, tp.partition) for tp in partitions)
 
     def seek(self, partition: TopicPartition) -> None:
         """Move the fetch position of an assigned partition (``_STATE`` for any other one,
@@ -181,6 +201,9 @@ class DataPlane:
                 f"Failed to seek to offset {partition.offset}: Local: Erroneous state",
             )
         self._consumer.seek(partition)
+        key = (partition.topic, partition.partition)
+        self.held.drop([key])
+        self.held.note_start(key, partition.offset)
 
     def get_watermark_offsets(
         self, partition: TopicPartition, timeout_s: float | None, cached: bool
@@ -212,4 +235,5 @@ class DataPlane:
         if not self._closed:
             self._closed = True
             self._assigned.clear()
+            self.held.clear()
             self._consumer.close()

@@ -4,9 +4,11 @@ Each call serves the background's events (rebalance callbacks first), stamps and
 poll (:mod:`consumer._client.polling`), then waits on the data plane in slices. While records
 flow and the background has queued nothing for this thread, a fast path skips that full turn:
 
-* ``poll()`` takes a record librdkafka already holds, for at most ``FAST_POLL_BUDGET`` records;
-  when the budget is spent and nothing came from the background meanwhile, a *renewal* does the
-  full turn's duties (serve, stamp, report) without its waits and arms a new budget;
+* ``poll()`` takes the next record of a batch taken from librdkafka with ``consume(n, 0)``
+  (:mod:`consumer._client.held`: one librdkafka call per batch instead of one per record), for
+  at most ``FAST_POLL_BUDGET`` records; when the budget is spent and nothing came from the
+  background meanwhile, a *renewal* does the full turn's duties (serve, stamp, report) without
+  its waits and arms a new budget;
 * ``consume()`` returns full batches for at most ``FAST_CONSUME_WINDOW_S``.
 
 The background disarms both (:meth:`RecordMethods._disarm_fast_poll`) whenever it queues an
@@ -58,9 +60,9 @@ class RecordMethods:
     _fast_polls_left: int
     #: Until when (``time.monotonic()``) ``consume()``'s fast path may return full batches.
     _fast_consume_until_s: float
-    #: librdkafka's own ``poll`` and ``consume`` of the data plane, bound once (fast paths).
-    _raw_poll: Callable[[float], Message | None]
-    _consume_now: Callable[[int, float], list[Message]]
+    #: The next record held from the data plane's last batch (``IndexError`` when none is),
+    #: bound once: poll()'s fast path takes a record with this one C call.
+    _take_held: Callable[[], Message]
 
     def _init_records(self) -> None:
         """Set up the fast paths (called by ``__init__`` once the data plane and the server
@@ -68,8 +70,7 @@ class RecordMethods:
         self._fast_poll_ok = False
         self._fast_polls_left = 0
         self._fast_consume_until_s = 0.0
-        self._raw_poll = self._dataplane.raw_poll
-        self._consume_now = self._dataplane.raw_consume
+        self._take_held = self._dataplane.held.take
         self._to_application.add_listener(self._disarm_fast_poll)
 
     def _enter_poll(self, method: str = "poll") -> None:
@@ -80,16 +81,19 @@ class RecordMethods:
     def poll(self, timeout: float | None = -1) -> Message | None:
         """Serve rebalance callbacks, then return one record (or event), or None on timeout."""
         # Fast path while records flow and the background has nothing for this thread: one
-        # check and librdkafka's own poll. Every FAST_POLL_BUDGET records the budget is renewed
-        # with a full turn's duties, which keeps the liveness signal and the consumed offsets
-        # flowing.
+        # check and the next held record (a new batch when none is held). Every
+        # FAST_POLL_BUDGET records the budget is renewed with a full turn's duties, which keeps
+        # the liveness signal and the consumed offsets flowing.
         if self._fast_poll_ok:
             left = self._fast_polls_left - 1
             self._fast_polls_left = left
             if left > 0:
-                message = self._raw_poll(0)
-                if message is not None:
-                    return message
+                try:
+                    return self._take_held()
+                except IndexError:
+                    message = self._dataplane.take_now()
+                    if message is not None:
+                        return message
             else:
                 return self._renew_fast_poll(timeout)
         return self._poll_slowly(timeout)
@@ -104,7 +108,7 @@ class RecordMethods:
         if not server.pending():
             server.serve()  # nothing queued: raises a pending error, if any
             self._signal_poll()
-            message = self._raw_poll(0)
+            message = self._dataplane.take_now()
             if message is not None:
                 self._arm_fast_poll()
                 return message
@@ -174,7 +178,7 @@ class RecordMethods:
         # stamp and report the poll with the consumed offsets) runs again on a short or empty
         # batch, on the background's next event, and at least every FAST_CONSUME_WINDOW_S.
         if self._fast_poll_ok and time.monotonic() < self._fast_consume_until_s:
-            messages = self._consume_now(num_messages, 0)
+            messages = self._dataplane.consume(num_messages, 0)
             if len(messages) == num_messages:
                 return messages
             self._fast_poll_ok = False

@@ -77,7 +77,7 @@ class AsyncConsumer:
         self._parts.to_application.add_listener(self._wakeup.notify_threadsafe)
         self._server = self._parts.server
         self._sync_poll = self._consumer.poll
-        self._raw_poll = self._consumer._raw_poll  # see _parts.py: poll()'s inline fast path
+        self._take_held = self._consumer._take_held  # see _parts.py: poll()'s inline fast path
         self._callbacks = CallbackRunner(self._server)
         self._closing = False
         self._close_lock = asyncio.Lock()
@@ -143,11 +143,12 @@ class AsyncConsumer:
 
         ``timeout`` in seconds; None or negative: wait until a record comes or ``close()``.
         """
-        # The common case first: a record librdkafka already has, taken as Consumer.poll's fast
-        # path does (inline: no further Python call per record). The Consumer arms that path
-        # only while its member is STABLE with nothing queued for this thread and no callback
-        # running or parked; its budget makes every FAST_POLL_BUDGET-th poll take the full way.
-        # The last poll of the budget is left to Consumer.poll, whose full path resets it.
+        # The common case first: a record held from the data plane's last batch, taken as
+        # Consumer.poll's fast path does (inline: no further Python call per record). The
+        # Consumer arms that path only while its member is STABLE with nothing queued for this
+        # thread and no callback running or parked; its budget makes every FAST_POLL_BUDGET-th
+        # poll take the full way. The last poll of the budget is left to Consumer.poll, whose
+        # full path resets it.
         consumer = self._consumer
         if (
             consumer._fast_poll_ok
@@ -156,9 +157,10 @@ class AsyncConsumer:
             and not in_callback()
         ):
             consumer._fast_polls_left -= 1
-            message = self._raw_poll(0)
-            if message is not None:
-                return message
+            try:
+                return self._take_held()
+            except IndexError:
+                pass  # no record held: Consumer.poll takes the next batch
         refuse_in_callback("poll")
         return await self._wait_for(lambda: self._sync_poll(0), timeout)
 

@@ -5,7 +5,7 @@ background's events, the offsets book, the bridge's queues, the member runtime) 
 copying it. This module is the one place that reaches into the ``Consumer``'s private
 attributes, so that a change there shows up here and nowhere else, with one exception:
 ``AsyncConsumer.poll`` runs ``Consumer.poll``'s fast path inline (``_fast_poll_ok``,
-``_fast_polls_left``, ``_raw_poll``), because a call per record there costs a tenth of the
+``_fast_polls_left``, ``_take_held``), because a call per record there costs a tenth of the
 throughput of a one-record-per-poll loop.
 """
 

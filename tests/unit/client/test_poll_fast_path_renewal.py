@@ -1,10 +1,11 @@
 """``poll()``'s fast path and the renewal of its budget, without a broker.
 
-The data plane's librdkafka ``poll`` (called directly by the fast path, through ``DataPlane.poll``
-by the full path's waits) is replaced by a counter that always has a record, and the
-member's runtime (started against a refused address) is seen through a handle that says STABLE,
-so the fast path arms and every full turn stamps the poll. What crosses the network is covered by
-``tests/integration/test_consume_fast_path.py``.
+The data plane's librdkafka consumer is replaced, for its ``poll`` (the full path's waits) and
+its ``consume`` (the batches the fast path hands out), by a counter that always has records, and
+the member's runtime (started against a refused address) is seen through a handle that says
+STABLE, so the fast path arms and every full turn stamps the poll. What crosses the network is
+covered by ``tests/integration/test_consume_fast_path.py`` and
+``tests/integration/test_poll_batch.py``.
 """
 
 from __future__ import annotations
@@ -14,19 +15,30 @@ from collections.abc import Iterator
 import pytest
 
 from consumer import Consumer
+from consumer._client.held import HOLD_BATCH
 from consumer._client.polling import FAST_POLL_BUDGET
 from consumer.member import MemberState, ShutDown
 
 
 class _Records:
-    """librdkafka's ``poll(timeout_s)`` with a record always ready; remembers each timeout."""
+    """librdkafka's ``poll(timeout_s)`` and ``consume(n, timeout_s)`` with records always
+    ready, numbered in the order they are taken; remembers each call."""
 
     def __init__(self) -> None:
-        self.timeouts: list[float] = []
+        self.calls: list[tuple[str, int, float]] = []
+        self._taken = 0
 
-    def __call__(self, timeout_s: float) -> object:
-        self.timeouts.append(timeout_s)
-        return f"record {len(self.timeouts)}"
+    def _next(self) -> str:
+        self._taken += 1
+        return f"record {self._taken}"
+
+    def poll(self, timeout_s: float) -> object:
+        self.calls.append(("poll", 1, timeout_s))
+        return self._next()
+
+    def consume(self, num_messages: int, timeout_s: float) -> list[object]:
+        self.calls.append(("consume", num_messages, timeout_s))
+        return [self._next() for _ in range(num_messages)]
 
 
 class _Stable:
@@ -39,21 +51,27 @@ class _Stable:
 def consumer() -> Iterator[Consumer]:
     consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "fast-path"})
     runtime = consumer._runtime  # noqa: SLF001
+    dataplane = consumer._dataplane  # noqa: SLF001
+    librdkafka = dataplane._consumer  # noqa: SLF001
     consumer._runtime = _Stable()  # type: ignore[assignment]  # noqa: SLF001
-    consumer._dataplane._assigned.add(("topic", 0))  # noqa: SLF001 - records are "fetched"
+    dataplane._assigned.add(("topic", 0))  # noqa: SLF001 - records are "fetched"
     try:
         yield consumer
     finally:
-        consumer._dataplane._assigned.clear()  # noqa: SLF001
+        dataplane._assigned.clear()  # noqa: SLF001
+        dataplane.held.clear()
+        dataplane._consumer = librdkafka  # noqa: SLF001
+        dataplane.held._consume = librdkafka.consume  # noqa: SLF001
         consumer._runtime = runtime  # noqa: SLF001
         consumer.close(timeout=1)
 
 
 def _install(consumer: Consumer) -> _Records:
-    """The same counter behind the fast path and behind the data plane's waits."""
+    """The same counter behind the data plane's waits and its batches."""
     records = _Records()
-    consumer._raw_poll = records  # type: ignore[assignment]  # noqa: SLF001
-    consumer._dataplane.poll = records  # type: ignore[assignment,method-assign]  # noqa: SLF001
+    dataplane = consumer._dataplane  # noqa: SLF001
+    dataplane._consumer = records  # type: ignore[assignment]  # noqa: SLF001
+    dataplane.held._consume = records.consume  # type: ignore[assignment]  # noqa: SLF001
     return records
 
 
@@ -76,9 +94,13 @@ def test_the_budget_is_renewed_with_a_stamp_and_without_waiting(consumer: Consum
     assert last_poll.polled_ms > 0, "the renewal stamps the poll"
     assert consumer._fast_poll_ok  # noqa: SLF001
     assert consumer._fast_polls_left == FAST_POLL_BUDGET  # noqa: SLF001
-    # Only the first (full) path may wait; every other poll takes what is already there.
-    assert records.timeouts[0] > 0
-    assert set(records.timeouts[1:]) == {0}
+    # Only the first (full) path may wait, for one record; every other poll takes from a
+    # batch of what librdkafka already holds, taken without waiting.
+    kind, count, timeout_s = records.calls[0]
+    assert (kind, count) == ("poll", 1)
+    assert timeout_s > 0
+    assert set(records.calls[1:]) == {("consume", HOLD_BATCH, 0)}
+    assert len(records.calls) == 1 + -(-FAST_POLL_BUDGET // HOLD_BATCH)
 
 
 def test_a_spent_budget_takes_the_full_path_when_the_background_queued_something(
@@ -95,7 +117,7 @@ def test_a_spent_budget_takes_the_full_path_when_the_background_queued_something
     assert consumer.poll(1.0) == "record 2"
     assert server.shut_down, "the event was served before the next record"
     assert not server.pending()
-    assert len(records.timeouts) == 2
+    assert [kind for kind, _, _ in records.calls] == ["poll", "poll"]
 
 
 def test_a_spent_budget_raises_a_pending_error_before_the_next_record(
@@ -109,6 +131,6 @@ def test_a_spent_budget_raises_a_pending_error_before_the_next_record(
     assert consumer._fast_poll_ok  # noqa: SLF001 - the renewal, not the full path, raises it
     with pytest.raises(RuntimeError, match="from a callback"):
         consumer.poll(1.0)
-    assert len(records.timeouts) == 1
+    assert len(records.calls) == 1
     assert not consumer._fast_poll_ok  # noqa: SLF001 - the next poll takes the full path
     assert consumer.poll(1.0) == "record 2"
