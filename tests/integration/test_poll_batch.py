@@ -123,6 +123,14 @@ def _drain(consumer: Any, seen: Seen, timeout_s: float = 30.0) -> None:
     _take(consumer, seen, RECORDS - seen.count(), timeout_s)
 
 
+def _finish_in(consumer: Any, topic: str, seen: Seen) -> None:
+    """``consumer`` (of the same group) subscribes and takes the rest: every record of
+    ``topic`` has then come once, in order."""
+    consumer.subscribe([topic])
+    _drain(consumer, seen)
+    seen.assert_each_once_in_order()
+
+
 def _held(make_consumer: ConsumerFactory, consumer: Any) -> int:
     """How many records our consumer holds from its last batch (confluent's: none)."""
     if not make_consumer.is_ours:
@@ -133,6 +141,17 @@ def _held(make_consumer: ConsumerFactory, consumer: Any) -> int:
 def _assert_mid_batch(make_consumer: ConsumerFactory, consumer: Any) -> None:
     if make_consumer.is_ours:
         assert _held(make_consumer, consumer) > 0, "no record is held: not in a batch"
+
+
+def _stopped_mid_batch(make_consumer: ConsumerFactory, topic: str, group: str) -> tuple[Any, Seen]:
+    """A member (no auto-commit) subscribed to ``topic`` that has polled ``FIRST`` records
+    and, when it is ours, still holds some of its batch."""
+    consumer = make_consumer(_config(group, **{"enable.auto.commit": False}))
+    consumer.subscribe([topic])
+    seen = Seen()
+    _take(consumer, seen, FIRST)
+    _assert_mid_batch(make_consumer, consumer)
+    return consumer, seen
 
 
 def _positions(consumer: Any, topic: str) -> dict[int, int]:
@@ -153,11 +172,7 @@ def _expected_positions(seen: Seen) -> dict[int, int]:
 def test_positions_in_the_middle_of_a_batch_name_the_next_record_polled(
     make_consumer: ConsumerFactory, topic: str, unique_name: Callable[[str], str]
 ) -> None:
-    consumer = make_consumer(_config(unique_name("g"), **{"enable.auto.commit": False}))
-    consumer.subscribe([topic])
-    seen = Seen()
-    _take(consumer, seen, FIRST)
-    _assert_mid_batch(make_consumer, consumer)
+    consumer, seen = _stopped_mid_batch(make_consumer, topic, unique_name("g"))
 
     positions = _positions(consumer, topic)
     assert positions == _expected_positions(seen)
@@ -194,19 +209,13 @@ def test_a_member_stopped_in_the_middle_of_a_batch_hands_on_from_the_next_record
     parts = [TopicPartition(topic, p) for p in range(PARTITIONS)]
     stored = {tp.partition: tp.offset for tp in second.committed(parts, timeout=30)}
     assert {p: o for p, o in stored.items() if o != OFFSET_INVALID} == expected
-    second.subscribe([topic])
-    _drain(second, seen)
-    seen.assert_each_once_in_order()
+    _finish_in(second, topic, seen)
 
 
 def test_a_partition_paused_in_the_middle_of_a_batch_resumes_at_its_next_record(
     make_consumer: ConsumerFactory, topic: str, unique_name: Callable[[str], str]
 ) -> None:
-    consumer = make_consumer(_config(unique_name("g"), **{"enable.auto.commit": False}))
-    consumer.subscribe([topic])
-    seen = Seen()
-    _take(consumer, seen, FIRST)
-    _assert_mid_batch(make_consumer, consumer)
+    consumer, seen = _stopped_mid_batch(make_consumer, topic, unique_name("g"))
     paused = 0 if (seen.last(0) or -1) >= (seen.last(1) or -1) else 1
     before = _positions(consumer, topic)[paused]
     consumer.pause([TopicPartition(topic, paused)])
@@ -231,11 +240,7 @@ def test_a_partition_paused_in_the_middle_of_a_batch_resumes_at_its_next_record(
 def test_a_seek_in_the_middle_of_a_batch_restarts_that_partition_at_the_sought_offset(
     make_consumer: ConsumerFactory, topic: str, unique_name: Callable[[str], str]
 ) -> None:
-    consumer = make_consumer(_config(unique_name("g"), **{"enable.auto.commit": False}))
-    consumer.subscribe([topic])
-    seen = Seen()
-    _take(consumer, seen, FIRST)
-    _assert_mid_batch(make_consumer, consumer)
+    consumer, seen = _stopped_mid_batch(make_consumer, topic, unique_name("g"))
     sought = 0 if seen.last(0) is not None else 1
     last = seen.last(sought)
     assert last is not None
@@ -261,11 +266,7 @@ def test_a_seek_in_the_middle_of_a_batch_restarts_that_partition_at_the_sought_o
 def test_consume_after_polling_part_of_a_batch_goes_on_from_the_next_record(
     make_consumer: ConsumerFactory, topic: str, unique_name: Callable[[str], str]
 ) -> None:
-    consumer = make_consumer(_config(unique_name("g"), **{"enable.auto.commit": False}))
-    consumer.subscribe([topic])
-    seen = Seen()
-    _take(consumer, seen, FIRST)
-    _assert_mid_batch(make_consumer, consumer)
+    consumer, seen = _stopped_mid_batch(make_consumer, topic, unique_name("g"))
 
     deadline = time.monotonic() + 30
     while seen.count() < RECORDS:
@@ -360,10 +361,7 @@ def test_unsubscribing_in_the_middle_of_a_batch_hands_out_nothing_held_afterward
         message = first.poll(0.05)
         assert message is None or message.error() is not None, "a record after on_revoke"
 
-    second = make_consumer(_config(group))
-    second.subscribe([topic])
-    _drain(second, seen)
-    seen.assert_each_once_in_order()
+    _finish_in(make_consumer(_config(group)), topic, seen)
 
 
 def test_the_async_consumer_stopped_in_the_middle_of_a_batch_commits_its_next_record(
@@ -393,8 +391,6 @@ def test_the_async_consumer_stopped_in_the_middle_of_a_batch_commits_its_next_re
     assert {tp.partition: tp.offset for tp in committed} == expected
     second = Consumer(settings)
     try:
-        second.subscribe([topic])
-        _drain(second, seen)
+        _finish_in(second, topic, seen)
     finally:
         second.close()
-    seen.assert_each_once_in_order()
