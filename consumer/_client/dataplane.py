@@ -153,6 +153,13 @@ class DataPlane:
             return self.held.take()
         return self._consumer.poll(timeout_s)
 
+    def poll_events(self) -> Message | None:
+        """librdkafka's ``poll(0)`` for its callbacks and events while ``poll()`` takes no
+        record; ``None`` while records are held (nothing may overtake them)."""
+        if len(self.held):
+            return None
+        return self._consumer.poll(0)
+
     def take_now(self) -> Message | None:
         """The next held record, else the first of a batch of what librdkafka holds now, or
         ``None`` when it holds nothing (no wait)."""

@@ -147,7 +147,7 @@ class RecordMethods:
             self._to_application.wait(min(remaining, self._slice_s()))
         # Serve the data plane's callbacks (stats_cb, logger, error_cb) as confluent-kafka's
         # poll() does whatever is assigned; an exception raised in one propagates from here.
-        if (event := self._dataplane.poll(0)) is not None:
+        if (event := self._dataplane.poll_events()) is not None:
             self._server.add_error_event(event)
         return remaining, None
 

@@ -134,3 +134,23 @@ def test_a_spent_budget_raises_a_pending_error_before_the_next_record(
     assert len(records.calls) == 1
     assert not consumer._fast_poll_ok  # noqa: SLF001 - the next poll takes the full path
     assert consumer.poll(1.0) == "record 2"
+
+
+def test_nothing_overtakes_held_records_while_poll_serves_only_events(
+    consumer: Consumer,
+) -> None:
+    records = _install(consumer)
+    dataplane = consumer._dataplane  # noqa: SLF001
+    assert consumer.poll(1.0) == "record 1"
+    assert consumer.poll(1.0) == "record 2"  # from a batch: the rest of it is held
+    calls = len(records.calls)
+
+    # A turn that takes no record (an async callback parked, say) only serves librdkafka's
+    # events: while records are held it does not ask librdkafka, whose next record is newer.
+    assert dataplane.poll_events() is None
+    assert len(records.calls) == calls
+    assert consumer.poll(1.0) == "record 3"
+
+    dataplane.held.clear()
+    assert dataplane.poll_events() == f"record {HOLD_BATCH + 2}"
+    assert records.calls[-1] == ("poll", 1, 0)
