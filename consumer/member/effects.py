@@ -148,14 +148,19 @@ class MemberEffects:
 
     def _next_deadline_ms(self) -> int | None:
         info = self.info
-        due = self.heartbeats.next_due_ms(info)
-        if finds_coordinator(info):
-            due = earliest_ms(due, self.heartbeats.coordinator_lookup_due_ms())
-        due = earliest_ms(due, self.commits.next_deadline_ms())
-        due = earliest_ms(due, self.assignment.next_deadline_ms())
-        if info.in_group and self._last_poll_ms is not None:
-            due = earliest_ms(due, self._last_poll_ms + self.config.max_poll_interval_ms)
-        return due
+        heartbeats = self.heartbeats
+        last_poll_ms = self._last_poll_ms
+        return earliest_ms(
+            heartbeats.next_due_ms(info),
+            heartbeats.coordinator_lookup_due_ms() if finds_coordinator(info) else None,
+            self.commits.next_deadline_ms(),
+            self.assignment.next_deadline_ms(),
+            (
+                last_poll_ms + self.config.max_poll_interval_ms
+                if info.in_group and last_poll_ms is not None
+                else None
+            ),
+        )
 
     # --- the engine -------------------------------------------------------------------------
 

@@ -24,6 +24,19 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+
+class KeyEnum(enum.Enum):
+    """An enum whose members are table keys (states, outcomes, effects, guards, phases).
+
+    ``enum.Enum`` hashes a member by its name in a Python-level ``__hash__``. Members are
+    singletons compared by identity, so hashing by identity is the same equality, done in C:
+    the member looks its states, outcomes and effects up in dicts and sets on every turn (an
+    idle member's heartbeat made about eight of those calls).
+    """
+
+    __hash__ = object.__hash__
+
+
 StateT = TypeVar("StateT", bound=enum.Enum)
 OutcomeT = TypeVar("OutcomeT", bound=enum.Enum)
 EffectT = TypeVar("EffectT", bound=enum.Enum)

@@ -69,11 +69,13 @@ def generate_member_id(rng: random.Random) -> str:
             return text
 
 
-def earliest_ms(first: int | None, second: int | None) -> int | None:
-    """The earlier of two deadlines (None: no deadline)."""
-    if first is None:
-        return second
-    return first if second is None or first <= second else second
+def earliest_ms(*deadlines_ms: int | None) -> int | None:
+    """The earliest of ``deadlines_ms`` (None: no deadline; None if none has one)."""
+    due = None
+    for deadline_ms in deadlines_ms:
+        if deadline_ms is not None and (due is None or deadline_ms < due):
+            due = deadline_ms
+    return due
 
 
 class ExponentialBackoff:

@@ -17,15 +17,14 @@ every row.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 from consumer.member.errors_table import HeartbeatErrorAction
-from consumer.member.machine import Rule, RulesTable
+from consumer.member.machine import KeyEnum, Rule, RulesTable
 from consumer.member.states import IN_GROUP_STATES, MemberState
 
 
-class Outcome(enum.Enum):
+class Outcome(KeyEnum):
     """What an input or a manager reports; the rules decide what follows."""
 
     SUBSCRIBED = "the application subscribed"
@@ -49,7 +48,7 @@ class Outcome(enum.Enum):
     EARLY_LOOKUP_FAILED = "a lookup asked for before the member heartbeats failed after it started"
 
 
-class Guard(enum.Enum):
+class Guard(KeyEnum):
     """Named conditions a row may require."""
 
     JOIN_PENDING = "a subscription waits for the first poll"
@@ -59,7 +58,7 @@ class Guard(enum.Enum):
     POLLED_WHILE_STALE = "the application polled since the member went stale"
 
 
-class Effect(enum.Enum):
+class Effect(KeyEnum):
     """Named actions; :class:`consumer.member.member.Member` implements each."""
 
     MARK_JOIN_PENDING = "join on the next poll"
@@ -211,7 +210,7 @@ LOOKUP_ERROR_OUTCOMES: dict[HeartbeatErrorAction, Outcome] = {
 # --- reconciliation rounds --------------------------------------------------------------------
 
 
-class RoundKind(enum.Enum):
+class RoundKind(KeyEnum):
     """What a round does."""
 
     RECONCILE = "reconcile"
@@ -219,7 +218,7 @@ class RoundKind(enum.Enum):
     LOSE_ALL = "lose-all"
 
 
-class RoundPhase(enum.Enum):
+class RoundPhase(KeyEnum):
     """The step a running round is in: each waits for one answer."""
 
     STOPPING = "stopping"
@@ -229,7 +228,7 @@ class RoundPhase(enum.Enum):
     ASSIGNING = "assigning"
 
 
-class Skip(enum.Enum):
+class Skip(KeyEnum):
     """Why a phase may be skipped."""
 
     NOTHING_REVOKED = "no partition is revoked"

@@ -11,11 +11,12 @@ PREPARE_LEAVING + LEAVING = UNSUBSCRIBING.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
+from consumer.member.machine import KeyEnum
 
-class MemberState(enum.Enum):
+
+class MemberState(KeyEnum):
     """The state of a consumer group member."""
 
     UNSUBSCRIBED = "UNSUBSCRIBED"
@@ -29,7 +30,7 @@ class MemberState(enum.Enum):
     FATAL = "FATAL"
 
 
-class Heartbeats(enum.Enum):
+class Heartbeats(KeyEnum):
     """How a state heartbeats."""
 
     NONE = "no heartbeats"

@@ -104,12 +104,21 @@ class ShareMemberEffects:
 
     def _next_deadline_ms(self) -> int | None:
         info = self.info
-        due = self.heartbeats.next_due_ms(info)
-        if info.heartbeats is not Heartbeats.NONE:
-            due = earliest_ms(due, self.heartbeats.coordinator_lookup_due_ms())
-        if info.in_group and self._last_poll_ms is not None:
-            due = earliest_ms(due, self._last_poll_ms + self.config.max_poll_interval_ms)
-        return due
+        heartbeats = self.heartbeats
+        last_poll_ms = self._last_poll_ms
+        return earliest_ms(
+            heartbeats.next_due_ms(info),
+            (
+                heartbeats.coordinator_lookup_due_ms()
+                if info.heartbeats is not Heartbeats.NONE
+                else None
+            ),
+            (
+                last_poll_ms + self.config.max_poll_interval_ms
+                if info.in_group and last_poll_ms is not None
+                else None
+            ),
+        )
 
     # --- the engine -------------------------------------------------------------------------
 

@@ -19,15 +19,14 @@ drives every row.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 from consumer.member.errors_table import ErrorCode, HeartbeatErrorAction
-from consumer.member.machine import Rule, RulesTable
+from consumer.member.machine import KeyEnum, Rule, RulesTable
 from consumer.share.states import SHARE_STATES, ShareState
 
 
-class ShareOutcome(enum.Enum):
+class ShareOutcome(KeyEnum):
     """What an input or a manager reports; the rules decide what follows."""
 
     SUBSCRIBED = "the application subscribed (or changed its topic names)"
@@ -50,7 +49,7 @@ class ShareOutcome(enum.Enum):
     LOOKUP_GROUP_GONE = "the coordinator lookup failed with GROUP_ID_NOT_FOUND"
 
 
-class ShareGuard(enum.Enum):
+class ShareGuard(KeyEnum):
     """Named conditions a row may require."""
 
     TARGET_OWNED = "the data plane fetches exactly the target"
@@ -59,7 +58,7 @@ class ShareGuard(enum.Enum):
     POLLED_WHILE_STALE = "the application polled since the member went stale"
 
 
-class ShareEffect(enum.Enum):
+class ShareEffect(KeyEnum):
     """Named actions; :class:`consumer.share.effects.ShareMemberEffects` implements each."""
 
     START_JOINING = "epoch 0 (same member id), forget the assignment, heartbeat at once"
@@ -206,14 +205,14 @@ SHARE_LOOKUP_ERROR_OUTCOMES: dict[HeartbeatErrorAction, ShareOutcome] = {
 # --- rounds -------------------------------------------------------------------------------------
 
 
-class ShareRoundKind(enum.Enum):
+class ShareRoundKind(KeyEnum):
     """What a round does."""
 
     RECONCILE = "reconcile"
     RELEASE = "release"
 
 
-class ShareRoundPhase(enum.Enum):
+class ShareRoundPhase(KeyEnum):
     """The step a running round is in: each waits for one answer from the data plane."""
 
     STOPPING = "stopping"

@@ -8,12 +8,11 @@ state heartbeats and whether the broker counts the member in the group.
 
 from __future__ import annotations
 
-import enum
-
+from consumer.member.machine import KeyEnum
 from consumer.member.states import Heartbeats, StateInfo
 
 
-class ShareState(enum.Enum):
+class ShareState(KeyEnum):
     """The state of a share group member."""
 
     UNSUBSCRIBED = "UNSUBSCRIBED"
