@@ -312,33 +312,40 @@ class BackgroundRuntime:
                 self._feed(event)
         if self._stop_requested:
             return
-        self._feed_app_poll()
-        commands, deadline_ms = self._member.poll(self._clock_ms())
+        now_ms = self._clock_ms()
+        self._feed_app_poll(now_ms)
+        commands, deadline_ms = self._member.poll(now_ms)
         self._publish()
         self._execute(commands)
         if self._stop_requested:
             return
-        self._promise_quiet(deadline_ms)
-        if deadline_ms is None or self._heartbeats.answer_comes_by(deadline_ms):
+        if deadline_ms is None:
+            self._promise_quiet(None)
+            wakeup.schedule(None)
+            return
+        left_ms = deadline_ms - self._clock_ms()  # after the commands ran
+        self._promise_quiet(left_ms)
+        if self._heartbeats.answer_comes_by(deadline_ms):
             # No timer: a heartbeat's answer (or its timeout) runs the next turn in time (an
             # idle member's sending turn: its next deadline is further away than that).
             wakeup.schedule(None)
         else:
-            wakeup.schedule(max(0, deadline_ms - self._clock_ms()) / 1000)
+            wakeup.schedule(max(0, left_ms) / 1000)
 
     def _member_group_id(self) -> str:
         return self._member.config.group_id
 
     # --- feeding and executing ----------------------------------------------------------------
 
-    def _feed(self, event: Input) -> None:
-        now_ms = self._clock_ms()
+    def _feed(self, event: Input, now_ms: int | None = None) -> None:
+        if now_ms is None:
+            now_ms = self._clock_ms()
         self._metrics.input_received(event, now_ms)
         commands = self._member.handle(event, now_ms)
         self._publish()  # the state change reaches the application before what it caused
         self._execute(commands)
 
-    def _feed_app_poll(self) -> None:
+    def _feed_app_poll(self, now_ms: int) -> None:
         """Tell the member when the application last polled, before its timers run.
 
         Not on every turn: the member only compares it with ``max.poll.interval.ms``, so a stamp
@@ -349,11 +356,11 @@ class BackgroundRuntime:
         fed_ms = self._app_polled_fed_ms
         if (
             polled_ms > fed_ms
-            and self._clock_ms() - fed_ms >= self._app_poll_feed_interval_ms
+            and now_ms - fed_ms >= self._app_poll_feed_interval_ms
             and self._member.state in IN_GROUP_STATES
         ):
             self._app_polled_fed_ms = polled_ms
-            self._feed(AppPolled(polled_at_ms=polled_ms))
+            self._feed(AppPolled(polled_at_ms=polled_ms), now_ms)
 
     def _execute(self, commands: list[MemberCommand]) -> None:
         if commands:
@@ -393,10 +400,11 @@ class BackgroundRuntime:
             self._quiet.end()  # its answer may be for the application (an assignment)
         return sent
 
-    def _promise_quiet(self, deadline_ms: int | None) -> None:
-        """Promise the application thread quiet until the member's next timer, when nothing
-        else can reach it before then: STABLE (or UNSUBSCRIBED: manual assignment's commits
-        only), no request in flight, no event queued that asked for an answer."""
+    def _promise_quiet(self, left_ms: int | None) -> None:
+        """Promise the application thread quiet until the member's next timer, due in
+        ``left_ms`` (None: no timer), when nothing else can reach it before then: STABLE (or
+        UNSUBSCRIBED: manual assignment's commits only), no request in flight, no event queued
+        that asked for an answer."""
         if (
             self._member.state not in _QUIET_STATES
             or self._tasks
@@ -404,10 +412,10 @@ class BackgroundRuntime:
             or self._to_background.woken
         ):
             self._quiet.end()
-        elif deadline_ms is None:  # no timer at all
+        elif left_ms is None:  # no timer at all
             self._quiet.promise(math.inf)
         else:
-            self._quiet.promise(time.monotonic() + (deadline_ms - self._clock_ms()) / 1000)
+            self._quiet.promise(time.monotonic() + left_ms / 1000)
 
     def _spawn(
         self, request: Awaitable[Answer], expect_answer: bool = True, *, lookup: bool = False

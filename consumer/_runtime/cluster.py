@@ -407,6 +407,9 @@ def _parsed_metadata(response: ResponsePayload) -> ClusterMetadata:
 
 
 def _coordinator_moved(response: ResponsePayload) -> bool:
-    codes = [getattr(response, "error_code", None)]
-    codes.extend(getattr(group, "error_code", None) for group in getattr(response, "groups", ()))
-    return any(code in _COORDINATOR_MOVED_CODES for code in codes)
+    if getattr(response, "error_code", None) in _COORDINATOR_MOVED_CODES:
+        return True
+    groups = getattr(response, "groups", ())  # per-group codes (OffsetFetch v8+, say)
+    return bool(groups) and any(
+        getattr(group, "error_code", None) in _COORDINATOR_MOVED_CODES for group in groups
+    )

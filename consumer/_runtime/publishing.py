@@ -62,20 +62,16 @@ class MemberPublisher:
     def publish(self, member: Member) -> None:
         """Copy the member's state, epoch and id for the application; queue what moved.
 
-        When no row fired since the last call and the state, epoch and id are the ones
-        published then, nothing moved: the transition reporter saw those values last (the
-        previous call reported them), so it is skipped (an idle member's every turn).
+        When no row fired since the last call and the epoch is the one published then, nothing
+        moved: the state moves only in a row, and the id is the member's for its lifetime. The
+        transition reporter saw those values last (the previous call reported them), so it is
+        skipped (an idle member's every turn, which reads one attribute here).
         """
-        state = member.state
         epoch = member.member_epoch
-        member_id = member.member_id
-        if (
-            not self._row_fired
-            and state is self.state
-            and epoch == self.member_epoch
-            and member_id == self.member_id
-        ):
+        if not self._row_fired and epoch == self.member_epoch:
             return
+        state = member.state
+        member_id = member.member_id
         self._row_fired = False
         self._report_transition(member, None)  # an epoch moved outside any row (an answer)
         if state is not self.state:

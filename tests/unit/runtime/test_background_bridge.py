@@ -4,6 +4,8 @@ finds nobody)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from consumer._bridge.last_poll import LastPoll, monotonic_ms
@@ -20,6 +22,8 @@ from consumer.member import (
     MemberState,
     TopicPartition,
 )
+from consumer.member.effects import MemberRule
+from consumer.member.rules import RULES
 
 #: Nothing listens there; the tests never let a request reach it.
 _NOWHERE = ClusterSettings("127.0.0.1:9", "test-client", connect_timeout_ms=1_000)
@@ -75,18 +79,22 @@ def test_the_runtime_publishes_the_member_state_for_the_application() -> None:
 
 
 class _MovingMember:
-    """Stands in for the member: its answer to one input moves it to RECONCILE_ASSIGNMENT and
-    asks the application to apply an assignment."""
+    """Stands in for the member: its answer to one input moves it to RECONCILE_ASSIGNMENT (a
+    row fires, told to the runtime's observer as the member does) and asks the application to
+    apply an assignment."""
 
-    def __init__(self, member: Member) -> None:
+    def __init__(self, member: Member, observer: Callable[[MemberState, MemberRule], None]) -> None:
         self._member = member
+        self._observer = observer
         self.state = member.state
         self.member_epoch = member.member_epoch
         self.member_id = member.member_id
         self.config = member.config
 
     def handle(self, _event: object, _now_ms: int) -> list[ApplyAssignment]:
-        self.state = MemberState.RECONCILE_ASSIGNMENT
+        previous, self.state = self.state, MemberState.RECONCILE_ASSIGNMENT
+        row = next(row for row in RULES.rows if row.dest is MemberState.RECONCILE_ASSIGNMENT)
+        self._observer(previous, row)
         added = (TopicPartition("t", 0),)
         return [ApplyAssignment(7, assigned=added, added=added, removed=())]
 
@@ -97,7 +105,7 @@ def test_a_state_change_reaches_the_application_before_the_commands_it_came_with
     runtime = BackgroundRuntime(
         MemberConfig(group_id="g"), _NOWHERE, to_background, to_application, last_poll=LastPoll()
     )
-    runtime._member = _MovingMember(runtime._member)  # type: ignore[assignment]
+    runtime._member = _MovingMember(runtime._member, runtime._on_transition)  # type: ignore[assignment]
     runtime._requests = None  # type: ignore[assignment]  # not started: no request is sent here
     runtime._feed(AppPolled())  # any input: the stand-in answers every one alike
     queued = [type(event) for event in iter(to_application.pop, None)]
