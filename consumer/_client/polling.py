@@ -36,6 +36,7 @@ __all__ = [
     "PollReporter",
     "PollSlices",
     "deadline_s",
+    "whole_ms",
 ]
 
 #: The short slice: how long an assignment change may wait for the application thread while a
@@ -73,6 +74,13 @@ def deadline_s(timeout: float | None) -> float:
     if timeout is None or timeout < 0:
         return math.inf
     return time.monotonic() + timeout
+
+
+def whole_ms(wait_s: float) -> float:
+    """``wait_s`` rounded up to whole milliseconds: librdkafka truncates a wait to whole
+    milliseconds, so the last wait of a ``poll(timeout)`` asks for this and ends at the deadline,
+    not a fraction of a millisecond before it (which took one more turn to run out)."""
+    return math.ceil(wait_s * 1000) / 1000
 
 
 class PollSlices:

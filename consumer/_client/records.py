@@ -36,6 +36,7 @@ from consumer._client.polling import (
     PollReporter,
     PollSlices,
     deadline_s,
+    whole_ms,
 )
 from consumer.member import MemberState, TopicPartition
 
@@ -123,10 +124,13 @@ class RecordMethods:
             if events := self._server.take_error_events(1):
                 return events[0]
             if fetch_s is not None:
-                message = self._dataplane.poll(fetch_s)
+                last = fetch_s >= remaining  # this wait runs to the deadline
+                message = self._dataplane.poll(whole_ms(fetch_s) if last else fetch_s)
                 if message is not None:
                     self._arm_fast_poll()
                     return message
+                if last:
+                    return None
             if remaining < MIN_WAIT_S:
                 return None
 
@@ -195,10 +199,13 @@ class RecordMethods:
             if events := self._server.take_error_events(num_messages):
                 return events
             if fetch_s is not None:
-                messages = self._dataplane.consume(num_messages, fetch_s)
+                last = fetch_s >= remaining  # this wait runs to the deadline
+                messages = self._dataplane.consume(
+                    num_messages, whole_ms(fetch_s) if last else fetch_s
+                )
                 if len(messages) == num_messages:
                     self._arm_fast_consume()
-                if messages:
+                if messages or last:
                     return messages
             if remaining < MIN_WAIT_S:
                 return []
