@@ -10,14 +10,12 @@ covered by ``tests/integration/test_consume_fast_path.py`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from consumer import Consumer
 from consumer._client.held import HOLD_BATCH
 from consumer._client.polling import FAST_POLL_BUDGET
-from consumer.member import MemberState, ShutDown
+from consumer.member import ShutDown
 
 
 class _Records:
@@ -41,29 +39,9 @@ class _Records:
         return [self._next() for _ in range(num_messages)]
 
 
-class _Stable:
-    """The runtime's handle as ``poll()`` reads it: a STABLE member."""
-
-    state = MemberState.STABLE
-
-
 @pytest.fixture
-def consumer() -> Iterator[Consumer]:
-    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "fast-path"})
-    runtime = consumer._runtime  # noqa: SLF001
-    dataplane = consumer._dataplane  # noqa: SLF001
-    librdkafka = dataplane._consumer  # noqa: SLF001
-    consumer._runtime = _Stable()  # type: ignore[assignment]  # noqa: SLF001
-    dataplane._assigned.add(("topic", 0))  # noqa: SLF001 - records are "fetched"
-    try:
-        yield consumer
-    finally:
-        dataplane._assigned.clear()  # noqa: SLF001
-        dataplane.held.clear()
-        dataplane._consumer = librdkafka  # noqa: SLF001
-        dataplane.held._consume = librdkafka.consume  # noqa: SLF001
-        consumer._runtime = runtime  # noqa: SLF001
-        consumer.close(timeout=1)
+def consumer(stable_consumer: Consumer) -> Consumer:
+    return stable_consumer
 
 
 def _install(consumer: Consumer) -> _Records:

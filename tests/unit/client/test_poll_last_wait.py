@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from consumer import Consumer
-from consumer.member import MemberState
 
 
 class _NoRecords:
@@ -34,25 +32,9 @@ class _NoRecords:
         return []
 
 
-class _Stable:
-    state = MemberState.STABLE
-
-
 @pytest.fixture
-def consumer() -> Iterator[Consumer]:
-    consumer = Consumer({"bootstrap.servers": "127.0.0.1:1", "group.id": "last-wait"})
-    runtime = consumer._runtime  # noqa: SLF001
-    dataplane = consumer._dataplane  # noqa: SLF001
-    librdkafka = dataplane._consumer  # noqa: SLF001
-    consumer._runtime = _Stable()  # type: ignore[assignment]  # noqa: SLF001
-    dataplane._assigned.add(("topic", 0))  # noqa: SLF001 - something is assigned
-    try:
-        yield consumer
-    finally:
-        dataplane._assigned.clear()  # noqa: SLF001
-        dataplane._consumer = librdkafka  # noqa: SLF001
-        consumer._runtime = runtime  # noqa: SLF001
-        consumer.close(timeout=1)
+def consumer(stable_consumer: Consumer) -> Consumer:
+    return stable_consumer
 
 
 def _install(consumer: Consumer, *, quiet_for_s: float) -> _NoRecords:
