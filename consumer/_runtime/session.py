@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Final, Protocol
+from typing import Final, Protocol, cast
 
 from consumer._logging import routed_logger
 from consumer._wire import FrameDecoder, NegotiatedVersions, peek_correlation_id
@@ -91,8 +91,9 @@ class Session(asyncio.Protocol):
     # -- asyncio.Protocol ------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport: asyncio's own, or an event-loop library's (uvloop's TCP transport
+        # implements the same methods but is not a subclass of asyncio.Transport).
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         if self.failure is not None:
