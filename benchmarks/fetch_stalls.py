@@ -22,10 +22,9 @@ import time
 from typing import Any
 
 from benchmarks.common import DEFAULT_RESULTS_DIR, BrokerSet, log, machine_facts, write_result
+from benchmarks.stalls import STALL_S
 from benchmarks.throughput import Workload, _make, ensure_topic
 
-#: A gap between two batches longer than this counts as a stall.
-STALL_S = 0.05
 IMPLS = ("confluent-848-consume", "ours-consume")
 
 

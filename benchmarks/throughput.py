@@ -22,19 +22,19 @@ run's length is mostly a whole number of those pauses and says little about the 
 (benchmarks/analysis.md, session 11). ``unbounded`` raises both limits to librdkafka's maxima for
 both clients: nothing pauses the fetcher, and the clients' own costs decide. Each run also records
 its CPU per record (:func:`benchmarks._throughput_proc.run_with_cpu`), which hardly depends on the
-pauses or on other load. Runs of one call shape (``poll()`` or ``consume()``) whose rates fall into
-two modes (a gap of at least :data:`MODE_GAP` between neighbours) are also summarised per mode
-(:func:`split_modes`).
+pauses or on other load, and its fetch stalls (:mod:`benchmarks.stalls`): with the default
+prefetch the runs of each way are also compared at the same number of stalls, and by their busy
+rate (records over the run's time less its stalls), instead of only as medians over a mixture of
+stall counts.
 """
 
 from __future__ import annotations
 
 import functools
 import io
-import math
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,6 +51,7 @@ from benchmarks.common import (
     summary,
     topic_partitions,
 )
+from benchmarks.stalls import POLL_MARK_EVERY, STALL_S, StallMarks, by_stalls, run_figures
 from consumer import Consumer as OurConsumer
 
 PARTITIONS = 12
@@ -76,17 +77,12 @@ PREFETCH: dict[str, dict[str, Any]] = {
     "default": {},
     "unbounded": {"queued.min.messages": 10_000_000, "queued.max.messages.kbytes": 2_097_151},
 }
-#: Ways of one call shape, compared per mode; the first of each is the ratio's base.
+#: Ways of one call shape, compared at the same number of fetch stalls; the first of each is the
+#: ratio's base.
 SHAPES = {
     "poll": ("confluent-848-poll", "ours-poll", "confluent-assign"),
     "consume": ("confluent-848-consume", "ours-consume"),
 }
-#: Ways whose rates decide a shape's modes. Not (a): timed from ``assign()``, its rate includes
-#: librdkafka's wait for the topic's metadata (about 0.5 s), which reads as a mode of its own on
-#: small topics; its runs are still classified by the threshold the others give.
-MODE_SOURCES = frozenset(IMPLEMENTATIONS) - {"confluent-assign"}
-#: Two neighbouring rates (sorted) at least this far apart split a shape's runs into two modes.
-MODE_GAP = 2.0
 
 
 @dataclass(frozen=True)
@@ -157,9 +153,10 @@ def _make(
     return consumer
 
 
-def _drain_poll(consumer: Any, total: int, deadline: float) -> tuple[int, float | None]:
-    count, first = 0, None
+def _drain_poll(consumer: Any, total: int, deadline: float, marks: StallMarks) -> int:
+    count = 0
     poll = consumer.poll
+    every = POLL_MARK_EVERY - 1
     while count < total:
         message = poll(1.0)
         if message is None:
@@ -167,14 +164,16 @@ def _drain_poll(consumer: Any, total: int, deadline: float) -> tuple[int, float 
                 break
             continue
         if message.error() is None:
-            if first is None:
-                first = time.monotonic()
+            if not count & every:
+                marks.mark()
             count += 1
-    return count, first
+    if count:
+        marks.mark()  # a stall among the last records, after the last mark
+    return count
 
 
-def _drain_consume(consumer: Any, total: int, deadline: float) -> tuple[int, float | None]:
-    count, first = 0, None
+def _drain_consume(consumer: Any, total: int, deadline: float, marks: StallMarks) -> int:
+    count = 0
     consume = consumer.consume
     while count < total:
         batch = consume(BATCH, 1.0)
@@ -183,10 +182,10 @@ def _drain_consume(consumer: Any, total: int, deadline: float) -> tuple[int, flo
                 break
             continue
         good = sum(1 for message in batch if message.error() is None)
-        if good and first is None:
-            first = time.monotonic()
+        if good:
+            marks.mark()
         count += good
-    return count, first
+    return count
 
 
 def run_once(
@@ -198,31 +197,29 @@ def run_once(
     overrides: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Consume ``total`` records of ``topic`` with ``impl`` (librdkafka keys ``overrides`` given
-    to either client); rate from the assignment to the last record."""
-    drain: Callable[[Any, int, float], tuple[int, float | None]] = (
+    to either client); rate from the assignment to the last record, and the fetch stalls."""
+    drain: Callable[[Any, int, float, StallMarks], int] = (
         _drain_consume if impl.endswith("consume") else _drain_poll
     )
     start = time.monotonic()
     assigned: list[float] = []
+    marks = StallMarks()
     consumer = _make(impl, bootstrap, topic, assigned, overrides or {})
     try:
-        count, first = drain(consumer, total, start + max(60.0, total / 2_000))
+        count = drain(consumer, total, start + max(60.0, total / 2_000), marks)
         end = time.monotonic()
     finally:
         consumer.close()
-    begin = assigned[0] if assigned else start
-    rate = ratio(count, end - begin)
-    return {
-        "impl": impl,
-        "consumed": count,
-        "expected": total,
-        "records_per_s": rate,
-        "steady_records_per_s": ratio(max(count - 1, 0), end - first) if first else 0.0,
-        "mb_per_s": rate * size / 1e6,
-        "assigned_s": begin - start,
-        "first_record_s": (first - start) if first is not None else None,
-        "total_s": end - start,
-    }
+    return run_figures(
+        impl,
+        count=count,
+        total=total,
+        size=size,
+        start_s=start,
+        assigned_s=assigned[0] if assigned else start,
+        end_s=end,
+        marks=marks,
+    )
 
 
 def profile_once(impl: str, bootstrap: str, topic: str, total: int) -> str:
@@ -240,57 +237,8 @@ def profile_once(impl: str, bootstrap: str, topic: str, total: int) -> str:
     return out.getvalue()
 
 
-def split_modes(rates: Sequence[float], min_gap: float = MODE_GAP) -> float | None:
-    """The rate between two modes of ``rates``, or None when they form one.
-
-    The rates are sorted and the widest ratio between neighbours is found; when it is at least
-    ``min_gap`` the threshold is the geometric mean of those two neighbours (runs at or above it
-    are the high mode). One gap is enough for the mixtures seen here (two modes).
-    """
-    clean = sorted(r for r in rates if r > 0)
-    if len(clean) < 2:
-        return None
-    low, high = max(zip(clean, clean[1:], strict=False), key=lambda pair: pair[1] / pair[0])
-    if high / low < min_gap:
-        return None
-    return math.sqrt(low * high)
-
-
-def _modes(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per call shape: the threshold between modes (None: one mode) and, when split, each way's
-    summary and the ratios to the shape's base way per mode."""
-    shapes: dict[str, Any] = {}
-    for shape, impls in SHAPES.items():
-        mine = [r for r in runs if r["impl"] in impls]
-        threshold = split_modes([r["records_per_s"] for r in mine if r["impl"] in MODE_SOURCES])
-        entry: dict[str, Any] = {"threshold_records_per_s": threshold}
-        if threshold is not None:
-            for mode, wanted in (("low", False), ("high", True)):
-                stats = {
-                    impl: summary(
-                        [
-                            r["records_per_s"]
-                            for r in mine
-                            if r["impl"] == impl and (r["records_per_s"] >= threshold) == wanted
-                        ]
-                    )
-                    for impl in impls
-                }
-                base = float(stats[impls[0]]["median"])
-                entry[mode] = {
-                    "stats": stats,
-                    "ratios": {
-                        impl: (ratio(float(stats[impl]["median"]), base) if base else None)
-                        for impl in impls[1:]
-                        if stats[impl]["n"]
-                    },
-                }
-        shapes[shape] = entry
-    return shapes
-
-
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Stats, ratios of medians, CPU per record and modes of one setting's runs."""
+    """Stats, ratios of medians, CPU per record and stalls of one setting's runs."""
 
     def per_impl(key: str) -> dict[str, Any]:
         return {
@@ -299,6 +247,7 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         }
 
     stats, steady = per_impl("records_per_s"), per_impl("steady_records_per_s")
+    busy = per_impl("busy_records_per_s")
 
     def ratios(table: dict[str, Any]) -> dict[str, float]:
         med = {impl: float(table[impl]["median"]) for impl in IMPLEMENTATIONS}
@@ -315,9 +264,12 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "steady_stats": steady,
         "ratios": ratios(stats),
         "steady_ratios": ratios(steady),
+        "busy_stats": busy,
+        "busy_ratios": ratios(busy),
+        "stall_stats": per_impl("stalls"),
         "thread_cpu_us_per_record": per_impl("thread_cpu_us_per_record"),
         "process_cpu_us_per_record": per_impl("process_cpu_us_per_record"),
-        "modes": _modes(runs),
+        "by_stalls": by_stalls(runs, SHAPES),
     }
 
 
@@ -331,7 +283,7 @@ def run(bootstrap: str, size: str, repeat: int, profile: bool = True) -> dict[st
         "partitions": PARTITIONS,
         "batch": BATCH,
         "prefetch": PREFETCH,
-        "mode_gap": MODE_GAP,
+        "stall_s": STALL_S,
         "workloads": {},
     }
     profiles: dict[str, str] = {}

@@ -25,31 +25,34 @@ def _verdict(ok: bool) -> str:
     return "**met**" if ok else "**missed**"
 
 
+def _ratio_cell(part: dict[str, Any], key: str) -> tuple[float, str]:
+    """The figure a target row is judged by and its cell: the ratio of busy rates (the time of
+    fetch stalls left out) with the ratio of whole-run medians beside it; results written before
+    the stalls were measured have only the latter."""
+    whole = float(part["ratios"][key])
+    busy = (part.get("busy_ratios") or {}).get(key)
+    if busy is None:
+        return whole, f"{whole:.3f}"
+    return float(busy), f"{busy:.3f} (whole-run medians {whole:.3f})"
+
+
 def throughput_headline(payload: dict[str, Any]) -> list[str]:
     """The throughput rows of the report's table of targets."""
     rows: list[str] = []
     for label, work in payload["result"]["workloads"].items():
-        for key in ("c/b", "d/b"):
-            value = work["ratios"][key]
-            gap = (
-                "" if value >= THROUGHPUT_TARGET else f" (short by {THROUGHPUT_TARGET - value:.3f})"
-            )
-            rows.append(
-                f"| throughput {label} {key} | ≥ {THROUGHPUT_TARGET} | {value:.3f}{gap} | "
-                f"{_verdict(value >= THROUGHPUT_TARGET)} |"
-            )
-        fair = work["ratios"]["d/b'"]
-        rows.append(
-            f"| throughput {label} d/b' (both consume(500); informational) | ≥ "
-            f"{THROUGHPUT_TARGET} | {fair:.3f} | {_verdict(fair >= THROUGHPUT_TARGET)} |"
-        )
-        unbounded = (work.get("prefetch") or {}).get("unbounded")
-        if unbounded:
-            for key, target in (("c/b", THROUGHPUT_TARGET), ("d/b'", BATCH_TARGET)):
-                value = unbounded["ratios"][key]
+        settings = [("", work)]
+        if unbounded := (work.get("prefetch") or {}).get("unbounded"):
+            settings.append((", prefetch unbounded", unbounded))
+        for suffix, part in settings:
+            keys = [("c/b", THROUGHPUT_TARGET), ("d/b'", BATCH_TARGET)]
+            if not suffix:
+                keys.insert(1, ("d/b", THROUGHPUT_TARGET))
+            for key, target in keys:
+                value, cell = _ratio_cell(part, key)
+                gap = "" if value >= target else f"; short by {target - value:.3f}"
                 rows.append(
-                    f"| throughput {label} {key}, prefetch unbounded | ≥ {target} | "
-                    f"{value:.3f} | {_verdict(value >= target)} |"
+                    f"| throughput {label} {key}{suffix} | ≥ {target} | {cell}{gap} | "
+                    f"{_verdict(value >= target)} |"
                 )
     return rows
 
@@ -100,11 +103,17 @@ def throughput_section(payload: dict[str, Any], out: Path) -> list[str]:
         "",
         "With librdkafka's default prefetch limits (100,000 records or 64 MiB queued, then a "
         "1 s `fetch.queue.backoff.ms` pause of every partition) a run's length is mostly a whole "
-        "number of those pauses, for both clients, and runs of one call shape can fall into two "
-        "modes (split below when two neighbouring rates differ by at least "
-        f"{result.get('mode_gap', 2.0):g}×). *Prefetch unbounded* raises both limits for both "
-        "clients (`queued.min.messages=10000000`, `queued.max.messages.kbytes=2097151`), so "
-        "that the clients' own costs decide (benchmarks/analysis.md, session 11).",
+        "number of those pauses, for both clients, and its rate falls into one of a few modes, "
+        "one per number of pauses (benchmarks/analysis.md, session 15). Each run therefore "
+        "records its *stalls*: gaps of more than "
+        f"{1000 * result.get('stall_s', 0.05):g} ms without a record (a `consume()` drain "
+        "reads the clock after every batch, a `poll()` drain every 64th record). *Busy "
+        "records/s* is a run's records over its time less its stalls; the target rows are "
+        "judged by the ratio of the medians of busy rates, with the whole-run ratio beside it, "
+        "and the runs are also compared at the same number of stalls (the table after each "
+        "setting). *Prefetch unbounded* raises both limits for both clients "
+        "(`queued.min.messages=10000000`, `queued.max.messages.kbytes=2097151`), so that "
+        "nothing pauses the fetcher and the clients' own costs decide (session 11).",
         "",
     ]
     for label, work in result["workloads"].items():
@@ -131,15 +140,16 @@ def throughput_section(payload: dict[str, Any], out: Path) -> list[str]:
 
 
 def _throughput_tables(title: str, work: dict[str, Any]) -> list[str]:
-    from benchmarks.throughput import IMPLEMENTATIONS, LABELS
+    from benchmarks.throughput import IMPLEMENTATIONS, LABELS, SHAPES
 
     lines = [
         f"### {title}",
         "",
-        "| implementation | median records/s | min–max | MB/s | vs (b) | median assigned "
-        "after (s) | median first record (s) | steady state (first→last record) records/s | "
-        "CPU µs / record: polling thread | process |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| implementation | median records/s | min–max | MB/s | vs (b) | stalls per run: "
+        "median (min–max) | busy records/s | median assigned after (s) | median first record "
+        "(s) | steady state (first→last record) records/s | CPU µs / record: polling thread | "
+        "process |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     base = work["stats"]["confluent-848-poll"]["median"]
     thread_cpu = work.get("thread_cpu_us_per_record", {})
@@ -153,10 +163,14 @@ def _throughput_tables(title: str, work: dict[str, Any]) -> list[str]:
         cpu = [
             table.get(impl, {}).get("median", float("nan")) for table in (thread_cpu, process_cpu)
         ]
+        stalls = work.get("stall_stats", {}).get(impl)
+        busy = work.get("busy_stats", {}).get(impl, {}).get("median", float("nan"))
         lines.append(
             f"| {LABELS[impl]} | {stats['median']:,.0f} | {_range(stats, 0)} | "
             f"{stats['median'] * work['size'] / 1e6:.1f} | "
-            f"{stats['median'] / base if base else 0:.2f} | {_fmt(assigned)} | "
+            f"{stats['median'] / base if base else 0:.2f} | "
+            f"{_fmt(stalls['median'], 0) + ' (' + _range(stalls, 0) + ')' if stalls else 'n/a'} | "
+            f"{_fmt(busy, 0)} | {_fmt(assigned)} | "
             f"{_fmt(first)} | {_fmt(steady, 0)} | {_fmt(cpu[0])} | {_fmt(cpu[1])} |"
         )
     ratios = work["ratios"]
@@ -164,42 +178,42 @@ def _throughput_tables(title: str, work: dict[str, Any]) -> list[str]:
         "",
         "Ratios of medians: " + ", ".join(f"{k} = **{v:.2f}**" for k, v in ratios.items()),
     ]
-    if "steady_ratios" in work:
-        lines += [
-            "",
-            "Steady state (first→last record): "
-            + ", ".join(f"{k} = {v:.2f}" for k, v in work["steady_ratios"].items()),
-        ]
+    for key, name in (("busy_ratios", "Busy rates"), ("steady_ratios", "Steady state")):
+        if key in work:
+            lines += ["", f"{name}: " + ", ".join(f"{k} = {v:.2f}" for k, v in work[key].items())]
     lines.append("")
-    return lines + _throughput_modes(work.get("modes") or {})
+    return lines + stalls_table(work.get("by_stalls") or {}, SHAPES, LABELS)
 
 
-def _throughput_modes(modes: dict[str, Any]) -> list[str]:
-    from benchmarks.throughput import LABELS, SHAPES
-
-    split = {shape: entry for shape, entry in modes.items() if entry["threshold_records_per_s"]}
-    if not split:
+def stalls_table(
+    table: dict[str, Any], shapes: dict[str, tuple[str, ...]], labels: dict[str, str]
+) -> list[str]:
+    """Each call shape's runs grouped by their number of fetch stalls (``by_stalls``), with the
+    ratio to the shape's first way at the same number; nothing when every run had as many."""
+    shown = {shape: rows for shape, rows in table.items() if len(rows) > 1}
+    if not shown:
         return []
     lines = [
-        "Runs in two modes, per call shape (threshold: the geometric mean of the two rates "
-        "around the widest gap); ratio = median of the way / median of the shape's first way "
-        "in the same mode (n/a: that way has no run in the mode):",
+        "Runs by number of fetch stalls, per call shape; ratio = median of the way / median of "
+        "the shape's first way with as many stalls (– : one of them has no such run):",
         "",
-        "| call shape | mode | implementation | runs | median records/s | min–max | ratio |",
+        "| call shape | stalls | implementation | runs | median records/s | min–max | ratio |",
         "|---|---|---|---|---|---|---|",
     ]
-    for shape, entry in split.items():
-        threshold = entry["threshold_records_per_s"]
-        for mode, sign in (("low", "<"), ("high", "≥")):
-            part = entry[mode]
-            for impl in SHAPES[shape]:
-                stats = part["stats"][impl]
-                value = part["ratios"].get(impl)
-                shown = "1.00 (base)" if impl == SHAPES[shape][0] else _fmt(value)
+    for shape, rows in shown.items():
+        ways = shapes[shape]
+        for stalls, part in rows.items():
+            for way in ways:
+                stats = part["stats"][way]
+                if not stats["n"]:
+                    continue
+                value = part["ratios"].get(way)
+                cell = (
+                    "1.00 (base)" if way == ways[0] else ("–" if value is None else f"{value:.2f}")
+                )
                 lines.append(
-                    f"| {shape} | {mode} ({sign} {threshold:,.0f}/s) | {LABELS[impl]} | "
-                    f"{stats['n']} | {stats['median']:,.0f} | {_range(stats, 0)} | "
-                    f"{shown if stats['n'] else 'n/a'} |"
+                    f"| {shape} | {stalls} | {labels.get(way, way)} | {stats['n']} | "
+                    f"{stats['median']:,.0f} | {_range(stats, 0)} | {cell} |"
                 )
     return [*lines, ""]
 

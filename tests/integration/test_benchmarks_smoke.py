@@ -104,8 +104,10 @@ def test_throughput_consumed_everything_with_every_implementation(smoke_run: Pat
             assert run["consumed"] == run["expected"] == work["count"], run
             assert run["records_per_s"] > 0
             assert run["thread_cpu_us_per_record"] > 0
-        assert set(work["ratios"]) == {"c/b", "d/b", "d/b'", "c/a"}
-        assert set(work["modes"]) == {"poll", "consume"}
+            assert run["stalls"] == len(run["stalls_s"]) >= 0
+            assert run["busy_records_per_s"] >= run["records_per_s"]
+        assert set(work["ratios"]) == set(work["busy_ratios"]) == {"c/b", "d/b", "d/b'", "c/a"}
+        assert set(work["by_stalls"]) == {"poll", "consume"}
         unbounded = work["prefetch"]["unbounded"]
         assert {r["impl"] for r in unbounded["runs"]} == set(IMPLEMENTATIONS)
         for run in unbounded["runs"]:
@@ -203,8 +205,11 @@ def test_aio_throughput_consumed_everything_sync_and_async(smoke_run: Path) -> N
         for run in work["runs"]:
             assert run["consumed"] == run["expected"] == work["count"], run
             assert run["records_per_s"] > 0
-        assert set(work["ratios"]) == {f"{aio}/{sync}" for aio, sync in PAIRS.items()}
+            assert run["busy_records_per_s"] >= run["records_per_s"]
+        pairs = {f"{aio}/{sync}" for aio, sync in PAIRS.items()}
+        assert set(work["ratios"]) == set(work["busy_ratios"]) == pairs
         assert all(value > 0 for value in work["ratios"].values())
+        assert set(work["by_stalls"]) == {"poll", "consume"}
 
 
 def test_scaling_headline_and_curve_converged_for_every_implementation(smoke_run: Path) -> None:
