@@ -24,30 +24,22 @@ import itertools
 from types import TracebackType
 from typing import Any, cast
 
-from confluent_kafka import OFFSET_STORED, KafkaError, Message
+from confluent_kafka import OFFSET_STORED, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from consumer._bridge.member_events import MemberListener
 from consumer._bridge.messages import AppEvent, ToAppEvent
 from consumer._bridge.queues import ToApplication, ToBackground
-from consumer._client.app_thread import Callbacks, CommitWaiter, RebalanceCallback
+from consumer._client.app_thread import Callbacks, RebalanceCallback
 from consumer._client.closing import close_budget_s, close_option
-from consumer._client.commits import (
-    commit_failed,
-    commit_outcome,
-    offsets_reported,
-    refuse_foreign,
-    sync_commit_timeout_ms,
-)
 from consumer._client.dataplane import DataPlane
 from consumer._client.errors import (
     CallbackMisuseError,
     ConsumerClosedError,
     ConsumerKafkaException,
-    kafka_exception,
 )
 from consumer._client.group_metadata import consumer_group_metadata
-from consumer._client.offsets import OffsetBook, offsets_to_commit
+from consumer._client.offsets import OffsetBook
 from consumer._client.settings import (
     check_callbacks,
     member_config,
@@ -59,9 +51,7 @@ from consumer.member import (
     AppPolled,
     CloseOption,
     CloseRequested,
-    CommitRequested,
     MemberState,
-    ReportCommitResult,
     Unsubscribed,
 )
 from consumer.member.metrics import MemberMetrics
@@ -72,8 +62,8 @@ from consumer.testing.sim.app_side import (
     recorded_on_commit,
 )
 from consumer.testing.sim.cluster import INFINITE_POLL_LIMIT_MS, SimCluster
-from consumer.testing.sim.committed import fetch_committed
 from consumer.testing.sim.dataplane import SimDataPlane
+from consumer.testing.sim.fake_offsets import FakeOffsetMethods
 from consumer.testing.sim.fetch_control import FetchControl
 from consumer.testing.sim.manual import SimManualAssignment
 from consumer.testing.sim.runtime import SimRuntime
@@ -81,11 +71,9 @@ from consumer.testing.sim.runtime import SimRuntime
 __all__ = ["FakeConsumer"]
 
 _BOOTSTRAP = "simulated:9092"
-_STALE_MEMBER_EPOCH = 113
-_OFFSET_INVALID = -1001
 
 
-class FakeConsumer(FetchControl):
+class FakeConsumer(FakeOffsetMethods, FetchControl):
     """A :class:`consumer.Consumer` on a simulated cluster (see the module docstring).
 
     Build one with :meth:`SimCluster.consumer`. ``config`` is the real consumer's configuration,
@@ -291,95 +279,6 @@ class FakeConsumer(FetchControl):
             return False
         self._cluster.step_towards(deadline_ms)
         return True
-
-    # --- offsets --------------------------------------------------------------------------------
-
-    def commit(
-        self,
-        message: Message | None = None,
-        offsets: list[KafkaTopicPartition] | None = None,
-        asynchronous: bool = True,
-    ) -> list[KafkaTopicPartition] | None:
-        """Commit offsets with the member epoch (those consumed so far when none are given).
-
-        Synchronous commits return the partitions and raise on a failure; asynchronous results
-        go to ``on_commit(err, partitions)`` from a later ``poll()``.
-        """
-        self._check_open()
-        server = self._server
-        everything = message is None and offsets is None
-        consumed = self._offsets.consumed(server.assigned(), server.positions) if everything else {}
-        token = next(self._tokens)
-        on_commit = self._config.on_commit
-        chosen = offsets_to_commit(
-            server,
-            token,
-            message,
-            offsets,
-            consumed,
-            asynchronous=asynchronous,
-            on_commit=on_commit,
-        )
-        if chosen is None:
-            return None
-        if server.subscribed:
-            refuse_foreign(chosen, server.assigned())
-        runtime = self._ensure_runtime()  # without a subscription: a non-member commit
-        outcome: list[ReportCommitResult] = []
-        reported = offsets_reported(chosen, server.assigned(), everything=everything)
-
-        def on_result(result: ReportCommitResult) -> None:
-            outcome.append(result)
-            if asynchronous and on_commit is not None:
-                error, partitions = commit_outcome(reported, result)
-                on_commit(error, partitions)
-
-        server.commit_waiters[token] = CommitWaiter(chosen, on_result)
-        if asynchronous:
-            self._to_background.put(CommitRequested(token, dict(chosen)))
-            return None
-        timeout_ms = sync_commit_timeout_ms(
-            self._config.max_poll_interval_ms, self._last_poll_ms, self._now_ms()
-        )
-        self._to_background.put(CommitRequested(token, dict(chosen), timeout_ms))
-        self._cluster.run_until(
-            lambda: token in runtime.reported_tokens or runtime.finished,
-            self._now_ms() + timeout_ms + 1,
-        )
-        if token not in runtime.reported_tokens or not server.take_commit_result(token, 1.0):
-            server.commit_waiters.pop(token, None)
-            raise kafka_exception(
-                KafkaError._TIMED_OUT, f"commit timed out after {timeout_ms / 1000} s"
-            )
-        runtime.reported_tokens.discard(token)
-        error, partitions = commit_outcome(reported, outcome[0])
-        if error is not None:
-            raise commit_failed(error.code())
-        return partitions
-
-    def store_offsets(
-        self, message: Message | None = None, offsets: list[KafkaTopicPartition] | None = None
-    ) -> None:
-        """Store offsets for the next commit (needs ``enable.auto.offset.store=false``)."""
-        self._check_open()
-        self._offsets.store(message, offsets, self._server.assigned)
-
-    def committed(
-        self, partitions: list[KafkaTopicPartition], timeout: float | None = -1
-    ) -> list[KafkaTopicPartition]:
-        """The committed offsets of ``partitions`` (OffsetFetch with the member epoch)."""
-        self._check_open()
-        backoff_ms = (self._config.retry_backoff_ms, self._config.retry_backoff_max_ms)
-        return fetch_committed(
-            self._cluster, self._config.group_id, self.runtime, partitions, timeout, backoff_ms
-        )
-
-    def position(self, partitions: list[KafkaTopicPartition]) -> list[KafkaTopicPartition]:
-        """The offset of the next record to return, per partition (OFFSET_INVALID if unknown)."""
-        self._check_open()
-        keys = [(tp.topic, tp.partition) for tp in partitions]
-        known = self._server.positions(keys)
-        return [KafkaTopicPartition(t, p, known.get((t, p), _OFFSET_INVALID)) for t, p in keys]
 
     def assignment(self) -> list[KafkaTopicPartition]:
         """The current assignment: partitions the group gave this member, and assigned ones."""
