@@ -33,6 +33,7 @@ from consumer._share_runtime.events import (
 )
 from consumer._share_runtime.outcomes import (
     AckResult,
+    ack_runs,
     answered,
     batches_of,
     group_outcomes,
@@ -68,35 +69,6 @@ _IDLE_WAIT_S = 0.1
 #: batch ahead, so the next fetch's round trip overlaps the application's work, while a member
 #: holds the locks of at most this many untaken deliveries plus the one in flight.
 _PREFETCH_DELIVERIES = 1
-
-
-_AckRun = tuple[TopicIdPartition, int, int, AcknowledgeType, RecordSource]
-
-
-def _runs(
-    acks: Iterable[tuple[TopicIdPartition, int, AcknowledgeType, RecordSource]],
-) -> list[_AckRun]:
-    """``acks`` as runs (partition, first, last, type, source) of consecutive offsets."""
-    runs: list[_AckRun] = []
-    partition: TopicIdPartition | None = None
-    first = last = -2
-    kind = AcknowledgeType.ACCEPT
-    source = RecordSource(-1, 0)
-    for ack_partition, offset, ack_kind, ack_source in acks:
-        if (
-            offset == last + 1
-            and ack_kind is kind
-            and ack_partition is partition
-            and ack_source is source
-        ):
-            last = offset
-            continue
-        if partition is not None:
-            runs.append((partition, first, last, kind, source))
-        partition, first, last, kind, source = ack_partition, offset, offset, ack_kind, ack_source
-    if partition is not None:
-        runs.append((partition, first, last, kind, source))
-    return runs
 
 
 class ShareDataPlane:
@@ -169,7 +141,7 @@ class ShareDataPlane:
         with the same partition, type and session are queued as one range."""
         failed: dict[tuple[TopicIdPartition, str], tuple[ConsumerError, dict[int, AcknowledgeType]]]
         failed = {}
-        for partition, first, last, kind, source in _runs(acks):
+        for partition, first, last, kind, source in ack_runs(acks):
             error = self._stale_source(partition, source)
             if error is None:
                 self._acks.add_range(partition, first, last, kind)

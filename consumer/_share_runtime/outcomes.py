@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 
-from consumer._share_runtime.events import AcknowledgementsCompleted
+from consumer._share_runtime.events import AcknowledgementsCompleted, RecordSource
 from consumer.errors import BrokerError, ConsumerError, error_for_code
 from consumer.share.acknowledgements import (
     AcknowledgementBatch,
@@ -17,6 +17,8 @@ from consumer.share.acknowledgements import (
 
 __all__ = [
     "AckResult",
+    "AckRun",
+    "ack_runs",
     "answered",
     "batches_of",
     "group_outcomes",
@@ -126,3 +128,34 @@ def answered(
         (partition, batches, error if error is not None else answers.get(partition, unanswered))
         for partition, batches in acks.items()
     ]
+
+
+#: Consecutive offsets of one partition acknowledged alike, from one session: (partition, first
+#: offset, last offset, type, the session the records came from).
+AckRun = tuple[TopicIdPartition, int, int, AcknowledgeType, RecordSource]
+
+
+def ack_runs(
+    acks: Iterable[tuple[TopicIdPartition, int, AcknowledgeType, RecordSource]],
+) -> list[AckRun]:
+    """``acks`` as runs (partition, first, last, type, source) of consecutive offsets."""
+    runs: list[AckRun] = []
+    partition: TopicIdPartition | None = None
+    first = last = -2
+    kind = AcknowledgeType.ACCEPT
+    source = RecordSource(-1, 0)
+    for ack_partition, offset, ack_kind, ack_source in acks:
+        if (
+            offset == last + 1
+            and ack_kind is kind
+            and ack_partition is partition
+            and ack_source is source
+        ):
+            last = offset
+            continue
+        if partition is not None:
+            runs.append((partition, first, last, kind, source))
+        partition, first, last, kind, source = ack_partition, offset, offset, ack_kind, ack_source
+    if partition is not None:
+        runs.append((partition, first, last, kind, source))
+    return runs
