@@ -86,8 +86,8 @@ def _header(results: dict[str, dict[str, Any]]) -> list[str]:
         "## Conditions",
         "",
         "| benchmark | size | repeat | command | started | load average before → after |"
-        " duration |",
-        "|---|---|---|---|---|---|---|",
+        " duration | library revision |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, payload in results.items():
         before = ", ".join(f"{x:.2f}" for x in payload["loadavg_before"])
@@ -95,7 +95,8 @@ def _header(results: dict[str, dict[str, Any]]) -> list[str]:
         repeat = 1 if name == "member_cost" else payload["repeat"]  # one 20 s window per case
         lines.append(
             f"| {name} | {payload['size']} | {repeat} | `{payload['command']}` | "
-            f"{payload['started_at']} | {before} → {after} | {payload['duration_s']:.0f} s |"
+            f"{payload['started_at']} | {before} → {after} | {payload['duration_s']:.0f} s | "
+            f"{payload.get('machine', {}).get('git') or 'not recorded'} |"
         )
     machine = next(iter(results.values()))["machine"]
     lines += [
@@ -103,8 +104,7 @@ def _header(results: dict[str, dict[str, Any]]) -> list[str]:
         f"Machine: {machine.get('cpu_count')} CPU(s) ({machine.get('cpu_model')}), "
         f"{machine.get('memory_gb', '?')} GB RAM, {machine.get('platform')}, Python "
         f"{machine.get('python')}, confluent-kafka {machine.get('confluent_kafka')} / librdkafka "
-        f"{machine.get('librdkafka')}. Library revision: {machine.get('git', 'unknown')}. "
-        "The broker runs on the same machine.",
+        f"{machine.get('librdkafka')}. The broker runs on the same machine.",
         "",
     ]
     sizes = {p["size"] for p in results.values()}
