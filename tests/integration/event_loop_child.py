@@ -58,15 +58,18 @@ def committed_sum(consumer: Consumer, topic: str, partitions: int) -> int:
     return sum(max(0, tp.offset) for tp in committed)
 
 
+def group_config(spec: dict[str, Any], suffix: str) -> dict[str, Any]:
+    """A consumer of a group of its own (``suffix``) reading from the start, committing itself."""
+    return {
+        "bootstrap.servers": spec["bootstrap"],
+        "group.id": spec["group"] + suffix,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": False,
+    }
+
+
 def read_with_consumer(spec: dict[str, Any]) -> dict[str, Any]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": spec["bootstrap"],
-            "group.id": spec["group"] + "-sync",
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = Consumer(group_config(spec, "-sync"))
     try:
         consumer.subscribe([spec["topic"]])
         values: set[bytes] = set()
@@ -84,14 +87,7 @@ def read_with_consumer(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 async def read_with_async_consumer(spec: dict[str, Any], suffix: str) -> dict[str, Any]:
-    consumer = AsyncConsumer(
-        {
-            "bootstrap.servers": spec["bootstrap"],
-            "group.id": spec["group"] + suffix,
-            "auto.offset.reset": "earliest",
-            "enable.auto.commit": False,
-        }
-    )
+    consumer = AsyncConsumer(group_config(spec, suffix))
     try:
         consumer.subscribe([spec["topic"]])
         values: set[bytes] = set()
