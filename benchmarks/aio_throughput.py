@@ -97,8 +97,8 @@ async def _aio_drain(
                     if not count & every:
                         marks.mark()
                     count += 1
-            if count:
-                marks.mark()
+            if count >= total:
+                marks.mark()  # a stall among the last records, after the last mark
         else:
             consume = consumer.consume
             while count < total:

@@ -167,7 +167,7 @@ def _drain_poll(consumer: Any, total: int, deadline: float, marks: StallMarks) -
             if not count & every:
                 marks.mark()
             count += 1
-    if count:
+    if count >= total:
         marks.mark()  # a stall among the last records, after the last mark
     return count
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from benchmarks import stalls as stalls_module
+from benchmarks import throughput
 from benchmarks.aio_throughput import headline as aio_headline
 from benchmarks.stalls import STALL_S, StallMarks, by_stalls, run_figures
 from benchmarks.throughput import IMPLEMENTATIONS, SHAPES, summarise
@@ -155,3 +156,47 @@ def test_a_result_without_stalls_is_judged_by_whole_run_medians() -> None:
         "| AsyncConsumer throughput 100B aio-poll/ours-poll | ≥ 0.9 | 0.85 (whole-run medians "
         "0.95); short by 0.05 | **missed** |"
     )
+
+
+class _Record:
+    def error(self) -> None:
+        return None
+
+
+class _Source:
+    """A consumer whose ``poll()`` returns ``records`` records, then None after a 1 s wait (on
+    the manual clock); a stall of ``stall_s`` comes after the first ``pause_after`` records."""
+
+    def __init__(self, clock: ManualClock, records: int, pause_after: int, stall_s: float) -> None:
+        self._clock = clock
+        self._left = records
+        self._given = 0
+        self._pause_after = pause_after
+        self._stall_s = stall_s
+
+    def poll(self, _timeout: float) -> _Record | None:
+        if not self._left:
+            self._clock.now_s += 1.0
+            return None
+        if self._given == self._pause_after:
+            self._clock.now_s += self._stall_s
+        self._left -= 1
+        self._given += 1
+        self._clock.now_s += 0.0001
+        return _Record()
+
+
+def test_a_poll_drain_sees_a_stall_among_its_last_records(clock: ManualClock) -> None:
+    # 100 records, a stall before the 90th: after the last mark (record 65), before the end
+    marks = StallMarks()
+    count = throughput._drain_poll(_Source(clock, 100, 89, 0.9), 100, 1e12, marks)
+    assert count == 100
+    assert marks.stalls_s == [pytest.approx(0.9 + 35 * 0.0001)]
+
+
+def test_a_drain_cut_short_by_its_deadline_adds_no_stall_at_its_end(clock: ManualClock) -> None:
+    # 10 of 100 records, then a poll that waited 1 s for nothing: the deadline ends the drain
+    marks = StallMarks()
+    count = throughput._drain_poll(_Source(clock, 10, 100, 0.0), 100, 0.0, marks)
+    assert count == 10
+    assert marks.stalls_s == []
