@@ -1,5 +1,6 @@
 """Acknowledgement outcomes: the data plane's per-partition results grouped into the
-``(offsets, error)`` calls of the acknowledgement commit callback."""
+``(offsets, error)`` calls of the acknowledgement commit callback; and the application's
+acknowledgements grouped into runs of consecutive offsets (:func:`ack_runs`) on their way in."""
 
 from __future__ import annotations
 
